@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/dshdev/dsh/host"
+)
+
+func init() {
+	commands = append(commands, checkCommand, toolsCommand, callCommand, versionCommand)
+}
+
+func checkCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "check",
+		Short: "Validate a deployment and print the resolved plugin graph",
+		Long:  "check parses the deployment, decodes every entry's config strictly, resolves services and load order, starts the plugins and stops them again, then prints what it found.",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := g.loadHost(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tools := h.Tools().List()
+			if err := h.Close(context.WithoutCancel(cmd.Context())); err != nil {
+				return err
+			}
+			printPlan(g, h.Plan(), tools)
+			return nil
+		},
+	}
+}
+
+func printPlan(g *globals, plan *host.Plan, tools []host.ToolInfo) {
+	w := g.stdout
+	fmt.Fprintf(w, "deployment: %s\n", plan.Source)
+	if len(plan.Steps) == 0 {
+		fmt.Fprintln(w, "plugins: none")
+	} else {
+		fmt.Fprintln(w, "load order:")
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		for i, s := range plan.Steps {
+			var wiring []string
+			if len(s.Plugin.Provides) > 0 {
+				wiring = append(wiring, "provides "+keysWithRealm(s, s.Plugin.Provides))
+			}
+			if len(s.Plugin.Inject) > 0 {
+				var from []string
+				for _, key := range s.Plugin.Inject {
+					src := "host"
+					if p := s.Deps[key]; p != nil {
+						src = p.Entry.Path
+					}
+					from = append(from, fmt.Sprintf("%s%s ← %s", key, realmSuffix(s.Realm(key)), src))
+				}
+				wiring = append(wiring, "injects "+strings.Join(from, ", "))
+			}
+			fmt.Fprintf(tw, "  %d.\t%s\t(%s)\t%s\n", i+1, s.Entry.Path, s.Plugin.Name, strings.Join(wiring, "; "))
+		}
+		tw.Flush()
+	}
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(w, "tools: none")
+	} else {
+		fmt.Fprintf(w, "tools: %s\n", strings.Join(names, ", "))
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+func keysWithRealm(s *host.Step, keys []string) string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k + realmSuffix(s.Realm(k))
+	}
+	return strings.Join(out, ", ")
+}
+
+func realmSuffix(r host.Realm) string {
+	if r == "" {
+		return ""
+	}
+	return "[" + r + "]"
+}
+
+func toolsCommand(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "List the deployment's tools with their input schemas",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := g.loadHost(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tools := h.Tools().List()
+			if err := h.Close(context.WithoutCancel(cmd.Context())); err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(g.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(tools)
+			}
+			for i, t := range tools {
+				if i > 0 {
+					fmt.Fprintln(g.stdout)
+				}
+				var schema any
+				if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+					return err
+				}
+				pretty, err := json.MarshalIndent(schema, "  ", "  ")
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(g.stdout, "%s\n  %s\n  %s\n", t.Name, t.Description, pretty)
+			}
+			if len(tools) == 0 {
+				fmt.Fprintln(g.stdout, "no tools")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (name, description, inputSchema)")
+	return cmd
+}
+
+func callCommand(g *globals) *cobra.Command {
+	var workdir string
+	cmd := &cobra.Command{
+		Use:   "call NAME [JSON]",
+		Short: "Call one tool once, as a fresh owner, and print the result",
+		Long:  "call runs a single tool call with the given JSON arguments (default {}) for a new owner whose workspace is --workdir, prints the result text, and exits 1 if the result is an error. SIGINT cancels the call.",
+		Example: `  dsh call bash '{"command":"ls -la"}'
+  dsh call bash '{"command":"pwd"}' --workdir /tmp`,
+		Args: usageArgs(cobra.RangeArgs(1, 2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			raw := json.RawMessage("{}")
+			if len(args) == 2 {
+				if !json.Valid([]byte(args[1])) {
+					return usageError{fmt.Errorf("arguments %q are not valid JSON", args[1])}
+				}
+				raw = json.RawMessage(args[1])
+			}
+			if workdir == "" {
+				wd, err := os.Getwd()
+				if err != nil {
+					return err
+				}
+				workdir = wd
+			}
+			if fi, err := os.Stat(workdir); err != nil || !fi.IsDir() {
+				return usageError{fmt.Errorf("--workdir %q is not a directory", workdir)}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			h, err := g.loadHost(ctx)
+			if err != nil {
+				return err
+			}
+			owner, err := h.NewOwner("call-"+uuid.NewString()[:8], workdir)
+			if err != nil {
+				return errors.Join(err, h.Close(context.WithoutCancel(ctx)))
+			}
+			res := h.Tools().Call(ctx, owner, args[0], raw)
+			if err := h.Close(context.WithoutCancel(ctx)); err != nil {
+				return err
+			}
+			fmt.Fprint(g.stdout, res.Text)
+			if res.Text != "" && !strings.HasSuffix(res.Text, "\n") {
+				fmt.Fprintln(g.stdout)
+			}
+			if res.IsError {
+				if errors.Is(res.Err, host.ErrUnknownTool) || errors.Is(res.Err, host.ErrInvalidArguments) {
+					return exitCode(exitUsage)
+				}
+				return exitCode(exitFailure)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "the owner's workspace (default: the current directory)")
+	return cmd
+}
+
+func versionCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the dsh version",
+		Args:  usageArgs(cobra.NoArgs),
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintf(g.stdout, "dsh %s\n", versionString())
+		},
+	}
+}

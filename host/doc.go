@@ -1,0 +1,43 @@
+// Package host is dsh's generic core: the plugin registry, the deployment
+// loader, plugin contexts and services, owners, and the tools service. It
+// knows nothing about terminals or shells; plugins bring those.
+//
+// # Lifecycle
+//
+// A plugin is registration data (Plugin), registered in init() with
+// Register. Loading a deployment runs this sequence:
+//
+//  1. ParseDeployment reads the YAML list of entries, expands ${VAR} and
+//     ${VAR:-default} in scalar values, and rejects duplicate ids and unknown
+//     entry keys.
+//  2. Resolve looks every enabled entry's plugin up in the registry, decodes
+//     its config strictly on top of the plugin's defaults (unknown key, wrong
+//     type), runs the config's Validate method, wires every injected service
+//     key to its provider in the entry's realm, and orders the plugins so that
+//     providers start first (document order breaks ties). A missing provider,
+//     a duplicate provider and a cycle are errors here, before anything runs.
+//  3. Start applies the plugins in that order. Each gets a Context: the
+//     services it injected (Service), Provide for the ones it declared, a
+//     logger, a lifetime context, and Defer for cleanups. If one fails, the
+//     started ones unload in reverse order.
+//  4. Fronts (the MCP server, the REPL, `dsh call`) create an Owner per agent
+//     and call tools through Host.Tools with it.
+//  5. Host.Close closes every owner (running each owner's cleanups and
+//     waiting for them), then unloads the plugins in reverse load order:
+//     their lifetimes are cancelled and their cleanups run in reverse order,
+//     awaited. Errors from every step are joined.
+//
+// # Realms
+//
+// Services live in realms. By default every key resolves in the root realm.
+// A group entry with `isolate: {key: true}` gives its subtree a private realm
+// for that key; `isolate: {key: label}` a realm shared by every group using
+// the same label. Other keys still resolve in the enclosing realm.
+//
+// # Errors
+//
+// Load errors are *DeploymentError values (file, line, entry, plugin) that
+// wrap a sentinel (ErrUnknownPlugin, ErrInvalidConfig, ErrMissingProvider,
+// ErrDuplicateService, ErrCycle, ErrDuplicateID, ErrInvalidEntry). Tool calls
+// never return Go errors: every failure is a Result with IsError set.
+package host

@@ -1,0 +1,124 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// recorder collects what the test plugins do, in order.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) add(format string, args ...any) {
+	r.mu.Lock()
+	r.events = append(r.events, fmt.Sprintf(format, args...))
+	r.mu.Unlock()
+}
+
+func (r *recorder) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.events...)
+}
+
+// testConfig is the config of the "svc" test plugin.
+type testConfig struct {
+	Label   string            `json:"label"`
+	Limit   int               `json:"limit"`
+	Ratio   float64           `json:"ratio"`
+	Enabled bool              `json:"enabled"`
+	Tags    []string          `json:"tags"`
+	Extra   map[string]string `json:"extra"`
+	Nested  struct {
+		Depth int `json:"depth"`
+	} `json:"nested"`
+}
+
+func (c *testConfig) Validate() error {
+	if c.Limit < 0 {
+		return FieldErrorf("limit", "svc: limit must be non-negative")
+	}
+	if c.Nested.Depth > 10 {
+		return FieldErrorf("nested.depth", "svc: nested.depth must be at most 10")
+	}
+	return nil
+}
+
+// testRegistry registers plugins that provide and inject named services and
+// record their lifecycle:
+//
+//	svc-<k>: provides k (config testConfig)
+//	use-<k>: injects k
+//	a, b:    a injects y and provides x; b injects x and provides y (a cycle)
+//	fail:    Apply fails
+//	panic:   Apply panics
+//	lazy:    declares "lazy" but never provides it
+func testRegistry(rec *recorder) *Registry {
+	reg := NewRegistry()
+	for _, key := range []string{"alpha", "beta", "gamma"} {
+		reg.Register(Plugin{
+			Name:     "svc-" + key,
+			Provides: []string{key},
+			Config:   func() any { return &testConfig{Label: "default", Limit: 5} },
+			Apply: Typed(func(pctx *Context, cfg *testConfig) error {
+				rec.add("start %s", pctx.EntryID())
+				if err := pctx.Provide(key, &service{name: pctx.EntryID(), label: cfg.Label}); err != nil {
+					return err
+				}
+				pctx.Defer(func(context.Context) error {
+					rec.add("stop %s", pctx.EntryID())
+					return nil
+				})
+				return nil
+			}),
+		})
+		reg.Register(Plugin{
+			Name:   "use-" + key,
+			Inject: []string{key},
+			Apply: func(pctx *Context, _ any) error {
+				svc, err := Service[*service](pctx, key)
+				if err != nil {
+					return err
+				}
+				rec.add("start %s using %s", pctx.EntryID(), svc.name)
+				pctx.Defer(func(context.Context) error {
+					rec.add("stop %s", pctx.EntryID())
+					return nil
+				})
+				return nil
+			},
+		})
+	}
+	reg.Register(Plugin{Name: "a", Inject: []string{"y"}, Provides: []string{"x"}, Apply: provideAll})
+	reg.Register(Plugin{Name: "b", Inject: []string{"x"}, Provides: []string{"y"}, Apply: provideAll})
+	reg.Register(Plugin{Name: "fail", Apply: func(*Context, any) error { return errors.New("boom") }})
+	reg.Register(Plugin{Name: "panic", Apply: func(*Context, any) error { panic("kaboom") }})
+	reg.Register(Plugin{Name: "lazy", Provides: []string{"lazy"}, Apply: func(*Context, any) error { return nil }})
+	return reg
+}
+
+type service struct{ name, label string }
+
+func provideAll(pctx *Context, _ any) error {
+	for _, key := range pctx.step.Plugin.Provides {
+		if err := pctx.Provide(key, &service{name: pctx.EntryID()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func parse(t *testing.T, yamlText string) *Deployment {
+	t.Helper()
+	d, err := ParseDeployment("test.yaml", []byte(strings.TrimLeft(yamlText, "\n")), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	return d
+}

@@ -1,0 +1,111 @@
+package host
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+)
+
+// Plugin is the registration data of a plugin: what it is called, which
+// services it needs and offers, its config with defaults, and how to start it.
+// Plugins register in init(); a deployment names them.
+type Plugin struct {
+	// Name is what a deployment's `name` field selects, e.g. "terminal-bash".
+	Name string
+	// Summary is one line for `dsh check` and the catalogs.
+	Summary string
+	// Inject lists the service keys the plugin looks up. The loader starts
+	// the providers of these keys (in the entry's realm) before this plugin.
+	Inject []string
+	// Provides lists the service keys the plugin registers with
+	// Context.Provide. Declaring them lets the loader order plugins and report
+	// a missing or duplicate provider before anything starts.
+	Provides []string
+	// Config returns a new config value (a pointer to a struct) holding the
+	// defaults. The deployment's config is decoded strictly on top of it; if
+	// the value has a `Validate() error` method it runs next. Nil means the
+	// plugin takes no config.
+	Config func() any
+	// Apply starts the plugin with its decoded config (the value Config
+	// returned, or nil). Every registration it makes must be undone by a
+	// cleanup passed to Context.Defer.
+	Apply func(pctx *Context, config any) error
+}
+
+// Typed adapts an apply function taking a concrete config pointer.
+func Typed[C any](apply func(pctx *Context, config *C) error) func(*Context, any) error {
+	return func(pctx *Context, config any) error {
+		c, ok := config.(*C)
+		if !ok {
+			return fmt.Errorf("host: plugin config is %T, want %T", config, (*C)(nil))
+		}
+		return apply(pctx, c)
+	}
+}
+
+// GroupName is the reserved plugin name of a group entry.
+const GroupName = "group"
+
+// Registry holds plugin registrations by name. The package-level Register
+// fills the default registry; tests build their own with NewRegistry.
+type Registry struct {
+	mu      sync.RWMutex
+	plugins map[string]Plugin
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{plugins: make(map[string]Plugin)} }
+
+var defaultRegistry = NewRegistry()
+
+// DefaultRegistry is the registry that Register fills and Load uses unless
+// told otherwise.
+func DefaultRegistry() *Registry { return defaultRegistry }
+
+// Register adds a plugin to the default registry. It panics on a programmer
+// error (empty or reserved name, nil Apply, duplicate), like http.Handle.
+func Register(p Plugin) { defaultRegistry.Register(p) }
+
+// Register adds a plugin; it panics on a programmer error.
+func (r *Registry) Register(p Plugin) {
+	switch {
+	case p.Name == "":
+		panic("host: plugin registered without a name")
+	case p.Name == GroupName:
+		panic("host: plugin name \"group\" is reserved")
+	case p.Apply == nil:
+		panic(fmt.Sprintf("host: plugin %q registered without Apply", p.Name))
+	}
+	if p.Config != nil {
+		if c := p.Config(); c == nil {
+			panic(fmt.Sprintf("host: plugin %q Config returned nil", p.Name))
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.plugins[p.Name]; dup {
+		panic(fmt.Sprintf("host: plugin %q registered twice", p.Name))
+	}
+	r.plugins[p.Name] = p
+}
+
+// Lookup returns the plugin registered under name.
+func (r *Registry) Lookup(name string) (Plugin, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	p, ok := r.plugins[name]
+	return p, ok
+}
+
+// Plugins returns every registration, sorted by name.
+func (r *Registry) Plugins() []Plugin {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := slices.Sorted(maps.Keys(r.plugins))
+	out := make([]Plugin, len(names))
+	for i, n := range names {
+		out[i] = r.plugins[n]
+	}
+	return out
+}

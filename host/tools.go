@@ -1,0 +1,183 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+
+	"fmt"
+	"log/slog"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/dshdev/dsh/internal/schema"
+)
+
+// ToolsKey is the service key of the host's tools service.
+const ToolsKey = "tools"
+
+// Tool is a model-facing tool: a name, a description and an argument schema
+// the model sees, and the function that runs a call.
+type Tool struct {
+	Name        string
+	Description string
+	// InputSchema is the JSON Schema of the arguments: an object, using the
+	// keywords internal/schema reflects. NewTool fills it from a struct.
+	InputSchema json.RawMessage
+	// Run executes one call. Arguments have been validated against
+	// InputSchema. The returned text is the result; an error becomes an
+	// error result whose text is the error's message.
+	Run func(ctx context.Context, call Call) (string, error)
+}
+
+// Call is one invocation of a tool.
+type Call struct {
+	Owner *Owner
+	Args  json.RawMessage
+}
+
+// Result is the outcome of a tool call as the model sees it: text, and
+// whether it is an error. Err keeps the underlying error of an error result
+// for callers that branch on it (errors.Is with ErrUnknownTool,
+// ErrInvalidArguments, ErrToolPanic, context.Canceled, ...).
+type Result struct {
+	Text    string
+	IsError bool
+	Err     error
+}
+
+// ToolInfo describes a registered tool.
+type ToolInfo struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// NewTool builds a Tool whose arguments are the struct A: the schema is
+// reflected from A (field doc comments become descriptions) and run receives
+// the decoded value.
+func NewTool[A any](name, description string, run func(ctx context.Context, owner *Owner, args A) (string, error)) (Tool, error) {
+	var zero A
+	raw, err := schema.Reflect(&zero, nil)
+	if err != nil {
+		return Tool{}, fmt.Errorf("tool %q: %w", name, err)
+	}
+	return Tool{
+		Name:        name,
+		Description: description,
+		InputSchema: raw,
+		Run: func(ctx context.Context, call Call) (string, error) {
+			var args A
+			if len(call.Args) > 0 {
+				if err := json.Unmarshal(call.Args, &args); err != nil {
+					return "", errorf(ErrInvalidArguments, "invalid arguments: %v", err)
+				}
+			}
+			return run(ctx, call.Owner, args)
+		},
+	}, nil
+}
+
+// Tools is the host's tool registry (service key "tools"). It is safe for
+// concurrent use.
+type Tools struct {
+	logger *slog.Logger
+	mu     sync.RWMutex
+	tools  map[string]*registeredTool
+}
+
+type registeredTool struct {
+	Tool
+	schema *argSchema
+}
+
+func newTools(logger *slog.Logger) *Tools {
+	return &Tools{logger: logger, tools: make(map[string]*registeredTool)}
+}
+
+// Register adds a tool. The returned function removes it again (it removes
+// only this registration, even if the name was registered anew since).
+func (t *Tools) Register(tool Tool) (unregister func(), err error) {
+	if tool.Name == "" || strings.ContainsAny(tool.Name, " \t\n") {
+		return nil, fmt.Errorf("host: tool name %q must be non-empty without spaces", tool.Name)
+	}
+	if strings.TrimSpace(tool.Description) == "" {
+		return nil, fmt.Errorf("host: tool %q needs a description", tool.Name)
+	}
+	if tool.Run == nil {
+		return nil, fmt.Errorf("host: tool %q has no Run function", tool.Name)
+	}
+	s, err := compileSchema(tool.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("host: tool %q: %w", tool.Name, err)
+	}
+	rt := &registeredTool{Tool: tool, schema: s}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, dup := t.tools[tool.Name]; dup {
+		return nil, errorf(ErrDuplicateTool, "tool %q is already registered", tool.Name)
+	}
+	t.tools[tool.Name] = rt
+	return func() {
+		t.mu.Lock()
+		if t.tools[tool.Name] == rt {
+			delete(t.tools, tool.Name)
+		}
+		t.mu.Unlock()
+	}, nil
+}
+
+// List returns the registered tools sorted by name.
+func (t *Tools) List() []ToolInfo {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]ToolInfo, 0, len(t.tools))
+	for _, name := range slices.Sorted(maps.Keys(t.tools)) {
+		rt := t.tools[name]
+		out = append(out, ToolInfo{Name: rt.Name, Description: rt.Description, InputSchema: rt.InputSchema})
+	}
+	return out
+}
+
+// Call runs the tool name for owner. Every failure is an error result, never
+// a crash: an unknown tool, arguments that do not match the schema
+// ("invalid arguments: ..."), an error from the tool, and a panic in it.
+func (t *Tools) Call(ctx context.Context, owner *Owner, name string, args json.RawMessage) Result {
+	t.mu.RLock()
+	rt, ok := t.tools[name]
+	t.mu.RUnlock()
+	if !ok {
+		return errorResult(errorf(ErrUnknownTool, "unknown tool %q", name))
+	}
+	if owner == nil {
+		return errorResult(fmt.Errorf("tool %q called without an owner", name))
+	}
+	v, err := decodeArgs(args)
+	if err != nil {
+		return errorResult(errorf(ErrInvalidArguments, "invalid arguments: %v", err))
+	}
+	if err := rt.schema.validate(v, ""); err != nil {
+		return errorResult(errorf(ErrInvalidArguments, "invalid arguments: %v", err))
+	}
+	text, err := t.run(ctx, rt, Call{Owner: owner, Args: args})
+	if err != nil {
+		return errorResult(err)
+	}
+	return Result{Text: text}
+}
+
+func (t *Tools) run(ctx context.Context, rt *registeredTool, call Call) (text string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.logger.Error("tool panicked", "tool", rt.Name, "owner", call.Owner.ID(), "panic", r, "stack", string(debug.Stack()))
+			err = errorf(ErrToolPanic, "tool %q failed: internal error (panic: %v)", rt.Name, r)
+		}
+	}()
+	return rt.Run(ctx, call)
+}
+
+func errorResult(err error) Result {
+	return Result{Text: err.Error(), IsError: true, Err: err}
+}

@@ -1,0 +1,105 @@
+package schema
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/invopop/jsonschema"
+)
+
+// Reflect returns the JSON Schema of v's type (a struct or a pointer to one),
+// inlined (no $ref, no $defs) with an object at the root, which is the shape
+// MCP requires of a tool's inputSchema. Descriptions come from the field doc
+// comments; when defaults is non-nil (a value of the same type holding the
+// defaults), every non-zero field contributes its value as "default".
+func Reflect(v any, defaults any) (json.RawMessage, error) {
+	r := &jsonschema.Reflector{
+		ExpandedStruct: true,
+		DoNotReference: true,
+		Anonymous:      true,
+		CommentMap:     comments,
+	}
+	s := r.Reflect(v)
+	s.Version = "" // "$schema" only costs the model tokens.
+	if s.Type != "object" {
+		return nil, fmt.Errorf("schema: %T does not reflect to an object", v)
+	}
+	if defaults != nil {
+		addDefaults(s, reflect.ValueOf(defaults))
+	}
+	out, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("schema: marshal %T: %w", v, err)
+	}
+	return out, nil
+}
+
+// addDefaults copies the non-zero fields of a default value into the schema,
+// so the defaults live in one place: the plugin's default config.
+func addDefaults(s *jsonschema.Schema, v reflect.Value) {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct || s.Properties == nil {
+		return
+	}
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name := JSONName(f)
+		if name == "" {
+			continue
+		}
+		prop, ok := s.Properties.Get(name)
+		if !ok {
+			continue
+		}
+		fv := v.Field(i)
+		if fv.Kind() == reflect.Struct {
+			addDefaults(prop, fv)
+			continue
+		}
+		if !fv.IsZero() && prop.Default == nil {
+			prop.Default = fv.Interface()
+		}
+	}
+}
+
+// JSONName is the key a struct field has in JSON and YAML documents: the
+// name in its json tag, or "" when the field is skipped.
+func JSONName(f reflect.StructField) string {
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return ""
+	}
+	name := tag
+	for i := range len(tag) {
+		if tag[i] == ',' {
+			name = tag[:i]
+			break
+		}
+	}
+	if name == "" {
+		return f.Name
+	}
+	return name
+}
+
+// Comment returns the generated doc comment of a type (key "pkgpath.Type") or
+// field (key "pkgpath.Type.Field"), or "".
+func Comment(key string) string { return comments[key] }
+
+// TypeKey is the comment key of a named type.
+func TypeKey(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.PkgPath() + "." + t.Name()
+}

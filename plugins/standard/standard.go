@@ -1,0 +1,4 @@
+// Package standard links the plugins that ship with dsh into a binary: import
+// it for its side effects (each plugin registers itself in init). A custom
+// binary can import a different set.
+package standard
