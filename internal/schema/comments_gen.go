@@ -5,8 +5,5 @@ package schema
 // comments holds the doc comments of the module's exported types and
 // fields, keyed like invopop/jsonschema's Reflector.CommentMap.
 var comments = map[string]string{
-	"github.com/dshdev/dsh/host.ToolInfo":                    "ToolInfo describes a registered tool.",
-	"github.com/dshdev/dsh/plugins/terminal.Status":          "Status is the state of a session's top-level process.",
-	"github.com/dshdev/dsh/plugins/terminal.Status.ExitCode": "ExitCode is the exit status after a normal exit, or -1 (killed by a\nsignal, or unknown).",
-	"github.com/dshdev/dsh/plugins/terminal.Status.Signal":   "Signal is the name of the signal that killed the process (\"SIGKILL\"),\nor \"\".",
+	"github.com/dshdev/dsh/host.ToolInfo": "ToolInfo describes a registered tool.",
 }
