@@ -1,0 +1,229 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Backend starts terminal sessions of one type ("shell" for bash on a PTY).
+// Backends register with the terminals service. The interface is plain data
+// in and out and context-first, so it can sit behind a gRPC boundary
+// (out-of-process backends): no callbacks, no shared host state.
+type Backend interface {
+	// Type is the registry name, e.g. "shell". Non-empty.
+	Type() string
+	// Spawn starts a session and returns once it is ready for its first send.
+	// If ctx ends first, or startup fails, nothing is left running; if the
+	// cleanup of a failed start itself fails, the error is a *CleanupError.
+	Spawn(ctx context.Context, spec SpawnSpec) (Session, error)
+}
+
+// SpawnSpec is what the service passes to Backend.Spawn.
+type SpawnSpec struct {
+	// SessionID is minted by the service before the spawn runs.
+	SessionID string
+	// OwnerID is the id of the owning agent.
+	OwnerID string
+	// Cwd is the working directory of the session's first process; empty
+	// means the backend's default.
+	Cwd string
+	// Name is optional display metadata.
+	Name string
+}
+
+// Session is one live terminal owned by a backend. All methods are safe for
+// concurrent use.
+type Session interface {
+	// Motd is what the terminal showed once it became ready (normally the
+	// prompt).
+	Motd() string
+	// PID is the top-level process id, or 0 when there is none.
+	PID() int
+	// Status reports whether the top-level process is still running.
+	Status() Status
+	// StartSend writes text (and Enter when req.Submit) and starts waiting
+	// for the terminal to settle. At most one send is live per session: a
+	// second one fails with ErrSendActive until the first has settled and
+	// released its write and interrupt. ctx bounds the whole send: when it
+	// ends before the send settles, the send is cancelled as by Send.Cancel.
+	StartSend(ctx context.Context, req SendRequest) (Send, error)
+	// Read returns a page of the scrollback, counted back from the newest
+	// line.
+	Read(req ReadRequest) (ReadResult, error)
+	// Signal delivers sig to the terminal's foreground process group. It
+	// never hard-kills the session's top-level process (SIGKILL while the
+	// shell itself is in the foreground is refused): Close does that.
+	Signal(ctx context.Context, sig Signal) (SignalResult, error)
+	// Close ends the session: it returns when every process the session
+	// captured is gone, or reports which survived. It is idempotent;
+	// concurrent calls share one close; after a failure a later call retries.
+	Close(ctx context.Context, reason string) error
+}
+
+// SendRequest is the input of one send.
+type SendRequest struct {
+	// Text is written to the terminal as is. Empty text with Submit false
+	// writes nothing and only waits for the terminal to settle again.
+	Text string
+	// Submit appends Enter (a carriage return).
+	Submit bool
+	// Timeout bounds this send; zero means the backend's configured bound.
+	Timeout time.Duration
+	// Stream declares that the caller drains Send.Output until io.EOF. The
+	// backend then delivers every byte of output (holding the terminal back
+	// while the caller is behind) instead of keeping only a bounded tail.
+	Stream bool
+}
+
+// Send is a send in flight.
+type Send interface {
+	// Output blocks until rendered output is available, the send has
+	// settled, or ctx ends. It returns the text produced since the previous
+	// call: complete lines only; the line still being written is returned
+	// once it is complete, or in the settled viewport. Once the send has
+	// settled and all its lines have been returned it returns io.EOF.
+	Output(ctx context.Context) (string, error)
+	// Wait blocks until the send settles (or ctx ends, which does not
+	// affect the send) and returns how it settled.
+	Wait(ctx context.Context) (SendResult, error)
+	// Cancel interrupts the send with a real SIGINT to the foreground
+	// process group. It does not settle the send by itself: the send still
+	// settles when the terminal does (normally at the prompt that follows).
+	// It returns false once the send has settled.
+	Cancel() bool
+}
+
+// SendResult is how a send settled.
+type SendResult struct {
+	Reason WaitReason
+	// Viewport is a snapshot taken when the send settled: the send's lines
+	// Output had not returned yet, then the line still being written
+	// (normally the prompt), capped to the newest bytes the backend keeps
+	// (maxReadBytes). Output still returns those lines afterwards, so a
+	// caller that drains Output to io.EOF takes from the Viewport only its
+	// last, unterminated line (the text after the last newline).
+	Viewport string
+	// Status is the session's status when the send settled. It is
+	// independent of Reason: a timeout does not mean anything exited.
+	Status Status
+	// Truncated reports that output of this send was dropped before the
+	// caller saw it (a bounded buffer overflowed). It describes this send
+	// only, never older history.
+	Truncated bool
+	// Prompt reports that the send settled because the shell came back to
+	// its controlled prompt (Reason is then WaitStdinRead): the shell itself,
+	// not a program it runs, is waiting for the next command. Backends
+	// without a controlled prompt leave it false.
+	Prompt bool
+}
+
+// WaitReason says why a send settled.
+type WaitReason string
+
+const (
+	// WaitStdinRead: the foreground is proven to be waiting for input: the
+	// shell is back at its controlled prompt, or a program is blocked reading
+	// the terminal.
+	WaitStdinRead WaitReason = "stdin_read"
+	// WaitInferredIdle: no proof, but the terminal has been silent for the
+	// backend's silence bound.
+	WaitInferredIdle WaitReason = "inferred_idle"
+	// WaitTimeout: the send's absolute bound passed.
+	WaitTimeout WaitReason = "timeout"
+	// WaitSessionExit: the top-level process exited.
+	WaitSessionExit WaitReason = "session_exit"
+)
+
+// Status is the state of a session's top-level process.
+type Status struct {
+	Exited bool `json:"exited"`
+	// ExitCode is the exit status after a normal exit, or -1 (killed by a
+	// signal, or unknown).
+	ExitCode int `json:"exitCode"`
+	// Signal is the name of the signal that killed the process ("SIGKILL"),
+	// or "".
+	Signal string `json:"signal,omitempty"`
+}
+
+// Running is the status of a live session.
+var Running = Status{ExitCode: -1}
+
+func (s Status) String() string {
+	switch {
+	case !s.Exited:
+		return "running"
+	case s.Signal != "":
+		return "killed by signal " + s.Signal
+	case s.ExitCode >= 0:
+		return fmt.Sprintf("exited with code %d", s.ExitCode)
+	}
+	return "exited"
+}
+
+// ReadRequest selects a page of scrollback: Count lines ending Offset lines
+// before the newest one. Count 0 means the default page size (500).
+type ReadRequest struct {
+	Offset int
+	Count  int
+}
+
+// ReadResult is a page of scrollback. Lines are counted from the newest
+// (line 0); the page covers [LineBegin, LineEnd) of that numbering.
+type ReadResult struct {
+	Text       string
+	TotalLines int
+	LineBegin  int
+	LineEnd    int
+	// Truncated: the page was cut to the byte limit, or older history that
+	// the page would reach has been dropped.
+	Truncated bool
+}
+
+// Signal names a signal a caller may send to the foreground group.
+type Signal string
+
+const (
+	SIGINT  Signal = "SIGINT"
+	SIGTERM Signal = "SIGTERM"
+	SIGKILL Signal = "SIGKILL"
+	SIGTSTP Signal = "SIGTSTP"
+	SIGHUP  Signal = "SIGHUP"
+)
+
+// SignalResult reports where a signal went.
+type SignalResult struct {
+	TargetPGID int
+}
+
+// Errors that callers branch on. Messages wrap them with the session id or
+// backend type.
+var (
+	ErrDuplicateBackend  = errors.New("terminal: backend type already registered")
+	ErrNoBackend         = errors.New("terminal: no backend for type")
+	ErrNoSession         = errors.New("terminal: unknown session")
+	ErrOwnerNotLive      = errors.New("terminal: owner is not live")
+	ErrDuplicateName     = errors.New("terminal: session name taken")
+	ErrSendActive        = errors.New("terminal: session already has an active send")
+	ErrSessionClosing    = errors.New("terminal: session is closing")
+	ErrSessionExited     = errors.New("terminal: session has exited")
+	ErrServiceClosing    = errors.New("terminal: service is closing")
+	ErrUnsupportedSignal = errors.New("terminal: unsupported signal")
+	ErrNoForeground      = errors.New("terminal: cannot resolve the foreground process group")
+	ErrRefuseKillShell   = errors.New("terminal: refusing to SIGKILL the terminal shell; close the session instead")
+)
+
+// CleanupError reports that a backend's startup failed and cleaning up what
+// it had started failed too: something may still be running.
+type CleanupError struct {
+	StartErr   error
+	CleanupErr error
+}
+
+func (e *CleanupError) Error() string {
+	return fmt.Sprintf("terminal startup failed (%v) and its cleanup failed too (%v)", e.StartErr, e.CleanupErr)
+}
+
+// Unwrap returns both errors, so errors.Is matches either.
+func (e *CleanupError) Unwrap() []error { return []error{e.StartErr, e.CleanupErr} }

@@ -1,0 +1,71 @@
+// Package terminal is the `terminals` service: owner-fenced terminal
+// sessions over named backends, and the Backend interface those backends
+// implement (plugin "terminal", service key "terminals"). The conformance kit
+// every backend must pass lives in the terminaltest subpackage.
+//
+// # Authority
+//
+// The service, not the caller, decides what a caller may touch.
+//
+//   - Ids. Every session gets an opaque id, "pty-<n>" from a per-service
+//     counter, minted before the backend starts, so a failed or aborted spawn
+//     still uses up its number. Callers must not parse ids. A session's name is
+//     optional display metadata, unique among one owner's published and
+//     pending sessions, and never grants anything.
+//   - Owner fencing. Every operation names its owner, the very *host.Owner
+//     object that spawned the session. A session id held by a different owner
+//     (even one with the same owner id, created after the first closed) is
+//     treated exactly like an id that does not exist: both fail with
+//     ErrNoSession and the same text, so nothing about other owners' sessions
+//     leaks. Spawn and StartSend, which start work, also require the owner to
+//     be live (ErrOwnerNotLive once its Close has begun). Read, Signal, Kill,
+//     List and HasActivity only require the identity, so that an owner's own
+//     cleanups, which run after it stops being live, can still wind its
+//     sessions down.
+//   - One live send. A session has at most one send in flight. The service
+//     holds the slot from StartSend until the holder observes the send settle
+//     (Wait returns a result, or Output returns io.EOF); a second StartSend
+//     meanwhile fails with ErrSendActive. The backend enforces the same rule
+//     and may keep its slot longer (until its write and interrupt have
+//     drained); its own ErrSendActive then surfaces unchanged.
+//
+// # Spawn
+//
+// Spawn checks, in this order: the service is closing (ErrServiceClosing);
+// the caller's context is already done (its cause, returned as is); the
+// owner is not live (ErrOwnerNotLive); no backend of the requested type
+// (ErrNoBackend); the name is taken by a published or pending session of
+// the same owner (ErrDuplicateName). Only then is the id minted and the
+// backend started. The first spawn of an owner also installs a cleanup on the
+// owner (see Disposal).
+//
+// The backend's context ends when the caller's does, when the owner starts
+// closing, or when the service starts closing; its cause says which (the
+// caller's own cause, or an error wrapping ErrOwnerNotLive or
+// ErrServiceClosing). When the backend returns, the same three are checked
+// again in that order before the session is published, so a session never
+// appears for a caller that gave up or an owner or service that went away.
+// If a session was produced but not published, it is closed with reason
+// "PTY spawn rolled back" before Spawn returns. A failed rollback, and a
+// *CleanupError from the backend, mean something may still be running: they
+// are retained, keep HasActivity true, and are reported by the next owner or
+// service close.
+//
+// # Disposal and quiescence
+//
+// Nothing is reported closed before the backend says so: Kill, owner
+// disposal and service disposal all return only after the backend's Close
+// has returned, and concurrent closes of one session share a single backend
+// Close. A close that fails leaves the session listed, so a later Kill or
+// disposal can retry it.
+//
+// When an owner closes, its cleanup waits for the owner's pending spawns to
+// settle (they were aborted the moment the owner stopped being live) and
+// their rollbacks to finish, then closes all the owner's sessions with reason
+// "PTY owner disposed", and reports close failures together with any retained
+// cleanup failure. Service.Close (run when the plugin unloads) does the same
+// for every owner with reason "PTY service disposed": later spawns fail with
+// ErrServiceClosing, every session is attempted, failures are collected, and
+// the registries are cleared even when something failed. It also removes the
+// cleanups it installed on owners that outlive it.
+package terminal

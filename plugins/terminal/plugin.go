@@ -1,0 +1,31 @@
+package terminal
+
+import "github.com/dshdev/dsh/host"
+
+// PluginName is the plugin a deployment names to get the terminals service.
+const PluginName = "terminal"
+
+// ServiceKey is the key the service is provided under; consumers inject it
+// and look it up with host.Service[*terminal.Service].
+const ServiceKey = "terminals"
+
+func init() {
+	host.Register(host.Plugin{
+		Name:     PluginName,
+		Summary:  "Owner-fenced terminal sessions over registered backends (the terminals service)",
+		Provides: []string{ServiceKey},
+		Apply:    apply,
+	})
+}
+
+// apply provides a fresh service and closes it, awaited, when the plugin
+// unloads: every session still open is closed with reason "PTY service
+// disposed".
+func apply(pctx *host.Context, _ any) error {
+	svc := NewService()
+	if err := pctx.Provide(ServiceKey, svc); err != nil {
+		return err
+	}
+	pctx.Defer(svc.Close)
+	return nil
+}

@@ -1,0 +1,170 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/dshdev/dsh/host"
+)
+
+// lookupLocked finds a session of owner. Another owner's session gets the
+// same answer as an id that does not exist.
+func (s *Service) lookupLocked(owner *host.Owner, id string) (*record, error) {
+	r := s.sessions[id]
+	if r == nil || owner == nil || r.state.owner != owner {
+		return nil, errNoSession(id)
+	}
+	return r, nil
+}
+
+// openLocked finds a session of owner that is not closing.
+func (s *Service) openLocked(owner *host.Owner, id string) (*record, error) {
+	r, err := s.lookupLocked(owner, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.closing != nil {
+		return nil, errorf(ErrSessionClosing, "PTY session %s is closing", id)
+	}
+	return r, nil
+}
+
+// StartSend starts a send on session id of owner. It checks, in order: ctx
+// is done (its cause); the owner is not live (ErrOwnerNotLive); no such
+// session of this owner (ErrNoSession); the session is closing
+// (ErrSessionClosing); a send is live (ErrSendActive). Then the backend's
+// StartSend runs, and its errors are returned as they are.
+//
+// The service's send slot is released when the holder of the returned Send
+// sees it settle: Wait returns anything but the end of its own ctx, or
+// Output returns io.EOF. A caller must therefore wait for (or drain) every
+// send it starts; abandoning one keeps the session busy until it closes.
+func (s *Service) StartSend(ctx context.Context, owner *host.Owner, id string, req SendRequest) (Send, error) {
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	s.mu.Lock()
+	if owner == nil || !owner.Live() {
+		s.mu.Unlock()
+		return nil, errOwnerNotLive(owner)
+	}
+	r, err := s.openLocked(owner, id)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	if r.send != nil {
+		s.mu.Unlock()
+		return nil, errorf(ErrSendActive, "PTY session %s already has an active send", id)
+	}
+	// Reserve the slot before calling the backend, outside the lock.
+	ls := &liveSend{svc: s, rec: r}
+	r.send = ls
+	s.mu.Unlock()
+
+	send, err := r.session.StartSend(ctx, req)
+	if err != nil {
+		ls.release()
+		return nil, err
+	}
+	ls.Send = send
+	return ls, nil
+}
+
+// Read returns a page of session id's scrollback (see ReadRequest).
+func (s *Service) Read(owner *host.Owner, id string, req ReadRequest) (ReadResult, error) {
+	s.mu.Lock()
+	r, err := s.openLocked(owner, id)
+	s.mu.Unlock()
+	if err != nil {
+		return ReadResult{}, err
+	}
+	return r.session.Read(req)
+}
+
+// Signal delivers sig to the foreground process group of session id. The
+// backend decides which signals it supports (ErrUnsupportedSignal).
+func (s *Service) Signal(ctx context.Context, owner *host.Owner, id string, sig Signal) (SignalResult, error) {
+	s.mu.Lock()
+	r, err := s.openLocked(owner, id)
+	s.mu.Unlock()
+	if err != nil {
+		return SignalResult{}, err
+	}
+	return r.session.Signal(ctx, sig)
+}
+
+// Kill closes session id with reason ("model request" when empty). It
+// returns true when this call closed the session. If a close is already
+// running, Kill waits for it and returns false with that close's error. If
+// the backend's Close fails, the session stays listed and Kill can be
+// retried.
+func (s *Service) Kill(ctx context.Context, owner *host.Owner, id, reason string) (bool, error) {
+	s.mu.Lock()
+	r, err := s.lookupLocked(owner, id)
+	s.mu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	if reason == "" {
+		reason = reasonKill
+	}
+	return s.closeRecord(ctx, r, reason)
+}
+
+// List returns owner's sessions in publication order, closing ones
+// included, with their status read live from the backend.
+func (s *Service) List(owner *host.Owner) []SessionInfo {
+	s.mu.Lock()
+	var records []*record
+	if st := s.owners[owner]; st != nil {
+		records = append(records, st.sessions...)
+	}
+	s.mu.Unlock()
+	infos := make([]SessionInfo, len(records))
+	for i, r := range records {
+		infos[i] = r.info(r.session.Status())
+	}
+	return infos
+}
+
+// liveSend is a backend Send that frees the service's slot once its holder
+// has seen it settle.
+type liveSend struct {
+	Send
+	svc *Service
+	rec *record
+}
+
+// Wait frees the slot unless it returned only because ctx ended: the send
+// may still be running then.
+func (l *liveSend) Wait(ctx context.Context) (SendResult, error) {
+	res, err := l.Send.Wait(ctx)
+	if err == nil || ctx.Err() == nil {
+		l.release()
+	}
+	return res, err
+}
+
+// Output frees the slot on io.EOF, and on a failure that is not the end of
+// ctx (the send is over either way).
+func (l *liveSend) Output(ctx context.Context) (string, error) {
+	out, err := l.Send.Output(ctx)
+	if errors.Is(err, io.EOF) || (err != nil && ctx.Err() == nil) {
+		l.release()
+	}
+	return out, err
+}
+
+// release frees the slot if this send still holds it.
+func (l *liveSend) release() {
+	l.svc.mu.Lock()
+	if l.rec.send == l {
+		l.rec.send = nil
+	}
+	l.svc.mu.Unlock()
+}
+
+// Interface guard.
+var _ Send = (*liveSend)(nil)

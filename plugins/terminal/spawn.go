@@ -1,0 +1,179 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/dshdev/dsh/host"
+)
+
+// SpawnRequest is what a caller asks Spawn for.
+type SpawnRequest struct {
+	// Type selects the backend, e.g. "shell".
+	Type string
+	// Name is optional display metadata, unique among the owner's sessions.
+	Name string
+	// Cwd is the working directory of the session's first process; empty
+	// means the owner's workdir.
+	Cwd string
+}
+
+// SessionInfo describes a published session.
+type SessionInfo struct {
+	ID   string
+	Name string
+	Type string
+	// PID is the top-level process id, or 0 when the backend has none.
+	PID int
+	// Status is read from the backend when the info is made.
+	Status Status
+	// Motd is what the terminal showed once it became ready.
+	Motd string
+}
+
+// Spawn starts a session of req.Type for owner and publishes it. The order
+// of its checks, and how a spawn that loses its caller, owner or service
+// while the backend runs is rolled back, are described in the package doc.
+func (s *Service) Spawn(ctx context.Context, owner *host.Owner, req SpawnRequest) (SessionInfo, error) {
+	s.mu.Lock()
+	st, backend, err := s.checkSpawnLocked(ctx, owner, req)
+	if err != nil {
+		s.mu.Unlock()
+		return SessionInfo{}, err
+	}
+	p := &pendingSpawn{name: req.Name, settled: make(chan struct{})}
+	st.pending[p] = struct{}{}
+	s.nextID++
+	id := fmt.Sprintf("pty-%d", s.nextID)
+	s.mu.Unlock()
+
+	spec := SpawnSpec{SessionID: id, OwnerID: owner.ID(), Cwd: req.Cwd, Name: req.Name}
+	if spec.Cwd == "" {
+		spec.Cwd = owner.Workdir()
+	}
+	session, lifecycle, err := s.runBackend(ctx, owner, backend, spec)
+	var motd string
+	var pid int
+	if session != nil {
+		motd, pid = session.Motd(), session.PID()
+	}
+
+	s.mu.Lock()
+	failure := s.spawnFailureLocked(ctx, lifecycle, st, id, req.Type, session, err)
+	if failure == nil {
+		r := &record{id: id, name: req.Name, typ: req.Type, state: st, session: session, pid: pid, motd: motd}
+		s.sessions[id] = r
+		st.sessions = append(st.sessions, r)
+		delete(st.pending, p)
+		s.mu.Unlock()
+		close(p.settled)
+		return r.info(session.Status()), nil
+	}
+	s.mu.Unlock()
+
+	var rollbackErr error
+	if session != nil {
+		// The caller may have given up, but the session must still go: the
+		// rollback is bounded by the backend's Close, not by the caller.
+		if cerr := session.Close(context.WithoutCancel(ctx), reasonRollback); cerr != nil {
+			rollbackErr = fmt.Errorf("roll back PTY session %s: %w", id, cerr)
+		}
+	}
+	s.mu.Lock()
+	var cleanup *CleanupError
+	if errors.As(err, &cleanup) {
+		st.retained = append(st.retained, fmt.Errorf("PTY session %s: %w", id, cleanup))
+	}
+	if rollbackErr != nil {
+		st.retained = append(st.retained, rollbackErr)
+	}
+	delete(st.pending, p)
+	s.mu.Unlock()
+	close(p.settled)
+
+	if rollbackErr != nil && ctx.Err() == nil {
+		return SessionInfo{}, fmt.Errorf("PTY spawn and rollback both failed: %w", errors.Join(failure, rollbackErr))
+	}
+	return SessionInfo{}, failure
+}
+
+// checkSpawnLocked runs the checks that precede minting an id, in their
+// documented order.
+func (s *Service) checkSpawnLocked(ctx context.Context, owner *host.Owner, req SpawnRequest) (*ownerState, Backend, error) {
+	if s.closing {
+		return nil, nil, errServiceClosing()
+	}
+	if ctx.Err() != nil {
+		return nil, nil, context.Cause(ctx)
+	}
+	st, err := s.ownerLocked(owner)
+	if err != nil {
+		return nil, nil, err
+	}
+	backend := s.backendLocked(req.Type)
+	if backend == nil {
+		return nil, nil, errorf(ErrNoBackend, "no PTY backend registered for %q", req.Type)
+	}
+	if req.Name != "" {
+		if slices.ContainsFunc(st.sessions, func(r *record) bool { return r.name == req.Name }) {
+			return nil, nil, errorf(ErrDuplicateName, "PTY session name %q already exists for this owner", req.Name)
+		}
+		for p := range st.pending {
+			if p.name == req.Name {
+				return nil, nil, errorf(ErrDuplicateName, "PTY session name %q is already being created", req.Name)
+			}
+		}
+	}
+	return st, backend, nil
+}
+
+// runBackend calls the backend with a context that also ends when the owner
+// or the service starts closing. lifecycle is the cause it ended with in
+// those two cases, and nil otherwise.
+func (s *Service) runBackend(ctx context.Context, owner *host.Owner, backend Backend, spec SpawnSpec) (session Session, lifecycle, err error) {
+	spawnCtx, abort := context.WithCancelCause(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-owner.Done():
+			lifecycle = errOwnerNotLive(owner)
+		case <-s.done:
+			lifecycle = errServiceClosing()
+		case <-spawnCtx.Done():
+			return
+		}
+		abort(lifecycle)
+	}()
+	session, err = backend.Spawn(spawnCtx, spec)
+	abort(nil) // ends the watcher; the backend is done with spawnCtx
+	<-watched
+	return session, lifecycle, err
+}
+
+// spawnFailureLocked decides whether a spawn whose backend has returned may
+// publish, and if not, which error the caller gets: its own cause first,
+// then the owner or service going away, then the backend's error.
+func (s *Service) spawnFailureLocked(ctx context.Context, lifecycle error, st *ownerState, id, typ string, session Session, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return context.Cause(ctx)
+	case lifecycle != nil:
+		return lifecycle
+	case s.closing:
+		return errServiceClosing()
+	case st.disposed || !st.owner.Live():
+		return errOwnerNotLive(st.owner)
+	case err != nil:
+		return fmt.Errorf("start PTY session %s (%s): %w", id, typ, err)
+	case session == nil:
+		return fmt.Errorf("start PTY session %s (%s): backend returned no session", id, typ)
+	}
+	return nil
+}
+
+func (r *record) info(status Status) SessionInfo {
+	return SessionInfo{ID: r.id, Name: r.name, Type: r.typ, PID: r.pid, Status: status, Motd: r.motd}
+}

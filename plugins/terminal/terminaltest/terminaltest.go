@@ -1,0 +1,576 @@
+// Package terminaltest checks that a terminal.Backend keeps the contract the
+// terminals service and its tools rely on, in the spirit of
+// testing/fstest.TestFS: a backend's own tests call TestBackend with a
+// constructor and a few shell-specific commands, and get one subtest per
+// rule.
+//
+// The checks drive the backend directly, without the service, and know
+// nothing about any particular shell: everything shell-specific comes in
+// through Options. Each subtest builds its own backend and sessions and
+// closes them before it ends. The spawn context of every session is
+// cancelled as soon as Spawn returns, so every check also shows that a
+// session does not depend on it.
+package terminaltest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+)
+
+// Options describes the terminal the backend runs, in terms the kit needs.
+type Options struct {
+	// EchoCommand returns a command line that makes the terminal print text
+	// on a line of its own and then return to its ready state. The kit
+	// recognises the output as a line that equals text after trimming
+	// spaces, so the terminal's echo of the command line itself does not
+	// count. Required.
+	EchoCommand func(text string) string
+	// ReadCommand is a command that blocks reading the terminal until it is
+	// interrupted, e.g. `read line` for a shell. Empty skips the checks
+	// that need a busy foreground.
+	ReadCommand string
+	// ProvesStdinWait declares that the backend settles a send whose
+	// foreground is blocked reading the terminal as WaitStdinRead, rather
+	// than only inferring idleness.
+	ProvesStdinWait bool
+	// ExitCommand ends the session's top-level process, e.g. `exit 3`.
+	// Empty skips the exit checks.
+	ExitCommand string
+	// Dir is the working directory sessions start in; empty means a fresh
+	// temporary directory per subtest.
+	Dir string
+	// Timeout bounds every single step (a spawn, a send until it settles, a
+	// close). It should exceed the backend's own per-send bound. Zero means
+	// one minute.
+	Timeout time.Duration
+}
+
+// CheckGoroutines arranges for t to fail at its end if goroutines started
+// after this call are still running then. Call it first in a test that runs
+// TestBackend, so its check runs after every session has been closed. It is
+// unreliable next to parallel tests, whose goroutines it would count.
+func CheckGoroutines(t testing.TB, opts ...goleak.Option) {
+	t.Helper()
+	opts = append(opts, goleak.IgnoreCurrent())
+	t.Cleanup(func() { goleak.VerifyNone(t, opts...) })
+}
+
+// TestBackend runs the conformance checks against backends made by
+// newBackend, which is called once per subtest with that subtest's t (so it
+// may register cleanups on it).
+func TestBackend(t *testing.T, newBackend func(t *testing.T) terminal.Backend, opts Options) {
+	t.Helper()
+	if opts.EchoCommand == nil {
+		t.Fatal("terminaltest: Options.EchoCommand is required")
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = time.Minute
+	}
+	k := &kit{opts: opts, newBackend: newBackend}
+	checks := []struct {
+		name  string
+		needs string // the option a check depends on, if any
+		run   func(t *testing.T)
+	}{
+		{"Type", "", k.checkType},
+		{"Spawn/Ready", "", k.checkSpawnReady},
+		{"Spawn/CancelledContext", "", k.checkSpawnCancelled},
+		{"Send/Output", "", k.checkSendOutput},
+		{"Send/Viewport", "", k.checkSendViewport},
+		{"Send/Isolated", "", k.checkSendIsolated},
+		{"Send/Active", "ReadCommand", k.checkSendActive},
+		{"Send/StdinWait", "ReadCommand", k.checkStdinWait},
+		{"Send/Cancel", "ReadCommand", k.checkSendCancel},
+		{"Read/Pages", "", k.checkReadPages},
+		{"Signal/Unsupported", "", k.checkSignalUnsupported},
+		{"Signal/NoHardKillOfShell", "", k.checkSignalKillShell},
+		{"Exit", "ExitCommand", k.checkExit},
+		{"Close/Idempotent", "", k.checkCloseIdempotent},
+		{"Close/Concurrent", "", k.checkCloseConcurrent},
+		{"Close/DuringSend", "ReadCommand", k.checkCloseDuringSend},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			if missing := (c.needs == "ReadCommand" && opts.ReadCommand == "") ||
+				(c.needs == "ExitCommand" && opts.ExitCommand == ""); missing {
+				t.Skipf("Options.%s is empty", c.needs)
+			}
+			c.run(t)
+		})
+	}
+}
+
+type kit struct {
+	opts       Options
+	newBackend func(t *testing.T) terminal.Backend
+}
+
+// ctx returns a context for one step.
+func (k *kit) ctx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), k.opts.Timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// spawn starts a session and arranges for it to be closed, and checked
+// gone, when the subtest ends.
+func (k *kit) spawn(t *testing.T) terminal.Session {
+	t.Helper()
+	b := k.newBackend(t)
+	dir := k.opts.Dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	spec := terminal.SpawnSpec{SessionID: "pty-1", OwnerID: "terminaltest", Cwd: dir, Name: "conformance"}
+	ctx, cancel := context.WithTimeout(t.Context(), k.opts.Timeout)
+	s, err := b.Spawn(ctx, spec)
+	// The session must outlive its spawn context.
+	cancel()
+	if err != nil {
+		t.Fatalf("Spawn(%+v): %v", spec, err)
+	}
+	if s == nil {
+		t.Fatal("Spawn returned neither a session nor an error")
+	}
+	t.Cleanup(func() { k.close(t, s) })
+	return s
+}
+
+// close closes s and checks that its process is gone.
+func (k *kit) close(t *testing.T, s terminal.Session) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), k.opts.Timeout)
+	defer cancel()
+	if err := s.Close(ctx, "terminaltest"); err != nil {
+		t.Errorf("Close: %v", err)
+		return
+	}
+	wantGone(t, s)
+}
+
+// wantGone checks that a closed session's process no longer exists.
+func wantGone(t *testing.T, s terminal.Session) {
+	t.Helper()
+	if st := s.Status(); !st.Exited {
+		t.Errorf("Status after Close = %v, want exited", st)
+	}
+	pid := s.PID()
+	if pid <= 0 {
+		return
+	}
+	if gone, known := processGone(pid); known && !gone {
+		t.Errorf("process %d still exists after Close returned", pid)
+	}
+}
+
+// processGone reports whether no process has the id pid, and whether that
+// could be told at all on this platform.
+func processGone(pid int) (gone, known bool) {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false, false
+	}
+	defer p.Release()
+	err = p.Signal(syscall.Signal(0))
+	switch {
+	case err == nil, errors.Is(err, syscall.EPERM):
+		return false, true
+	case errors.Is(err, os.ErrProcessDone), errors.Is(err, syscall.ESRCH):
+		return true, true
+	}
+	return false, false
+}
+
+// send runs one send to completion. With drain set it pulls Output until
+// io.EOF before waiting, and returns what Output gave; either way it returns
+// how the send settled.
+func (k *kit) send(t *testing.T, s terminal.Session, req terminal.SendRequest, drain bool) (string, terminal.SendResult) {
+	t.Helper()
+	ctx := k.ctx(t)
+	send, err := s.StartSend(ctx, req)
+	if err != nil {
+		t.Fatalf("StartSend(%q): %v", req.Text, err)
+	}
+	var out string
+	if drain {
+		out = drainOutput(t, ctx, send)
+	}
+	res, err := send.Wait(ctx)
+	if err != nil {
+		t.Fatalf("Wait for %q: %v", req.Text, err)
+	}
+	return out, res
+}
+
+// drainOutput reads Output until io.EOF.
+func drainOutput(t *testing.T, ctx context.Context, send terminal.Send) string {
+	t.Helper()
+	var out strings.Builder
+	for {
+		chunk, err := send.Output(ctx)
+		out.WriteString(chunk)
+		if errors.Is(err, io.EOF) {
+			return out.String()
+		}
+		if err != nil {
+			t.Fatalf("Output: %v", err)
+		}
+	}
+}
+
+// echo makes the terminal print text, checks that the streamed output
+// holds it once and that the send settled because the terminal became
+// ready, and returns the streamed output.
+func (k *kit) echo(t *testing.T, s terminal.Session, text string) string {
+	t.Helper()
+	out, res := k.send(t, s, terminal.SendRequest{Text: k.opts.EchoCommand(text), Submit: true, Stream: true}, true)
+	wantReady(t, res)
+	wantLineOnce(t, out, text)
+	return out
+}
+
+// wantReady checks a send settled because the terminal was ready again,
+// not because of its time bound or an exit.
+func wantReady(t *testing.T, res terminal.SendResult) {
+	t.Helper()
+	if res.Reason != terminal.WaitStdinRead && res.Reason != terminal.WaitInferredIdle {
+		t.Fatalf("send settled with %q, want %q or %q", res.Reason, terminal.WaitStdinRead, terminal.WaitInferredIdle)
+	}
+	if res.Status.Exited {
+		t.Fatalf("session status after a ready send = %v", res.Status)
+	}
+}
+
+// countLine counts the lines of out that equal text after trimming spaces.
+func countLine(out, text string) int {
+	n := 0
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.TrimSpace(line) == text {
+			n++
+		}
+	}
+	return n
+}
+
+func wantLineOnce(t *testing.T, out, text string) {
+	t.Helper()
+	if n := countLine(out, text); n != 1 {
+		t.Fatalf("line %q appears %d times, want once, in:\n%s", text, n, out)
+	}
+}
+
+func (k *kit) checkType(t *testing.T) {
+	if typ := k.newBackend(t).Type(); typ == "" {
+		t.Fatal("Type() is empty")
+	}
+}
+
+func (k *kit) checkSpawnReady(t *testing.T) {
+	s := k.spawn(t)
+	if s.Motd() == "" {
+		t.Error("Motd() is empty: a ready terminal shows something, normally its prompt")
+	}
+	if pid := s.PID(); pid < 0 {
+		t.Errorf("PID() = %d, want a process id or 0", pid)
+	}
+	if st := s.Status(); st != terminal.Running {
+		t.Errorf("Status() of a new session = %+v, want %+v", st, terminal.Running)
+	}
+}
+
+func (k *kit) checkSpawnCancelled(t *testing.T) {
+	b := k.newBackend(t)
+	cause := errors.New("terminaltest: cancelled before spawn")
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(cause)
+	s, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-1", OwnerID: "terminaltest", Cwd: t.TempDir()})
+	if s != nil {
+		k.close(t, s)
+		t.Fatal("Spawn with a cancelled context returned a session")
+	}
+	if err == nil {
+		t.Fatal("Spawn with a cancelled context returned no error")
+	}
+}
+
+// checkSendOutput: a caller that streams sees every line once through
+// Output, which ends with io.EOF once the send has settled. The settled
+// viewport is not checked here: it is a snapshot of what Output had not yet
+// returned when the send settled, so it may repeat the stream's last lines.
+func (k *kit) checkSendOutput(t *testing.T) {
+	s := k.spawn(t)
+	ctx := k.ctx(t)
+	const text = "terminaltest-output"
+	send, err := s.StartSend(ctx, terminal.SendRequest{Text: k.opts.EchoCommand(text), Submit: true, Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := drainOutput(t, ctx, send)
+	res, err := send.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantReady(t, res)
+	wantLineOnce(t, out, text)
+	// Settled and drained: Output stays at io.EOF, Cancel has nothing left
+	// to interrupt.
+	if chunk, err := send.Output(ctx); chunk != "" || !errors.Is(err, io.EOF) {
+		t.Errorf("Output after the send was drained = %q, %v; want io.EOF", chunk, err)
+	}
+	if send.Cancel() {
+		t.Error("Cancel after the send settled = true, want false")
+	}
+}
+
+// checkSendViewport: a caller that only waits finds the output in the
+// settled viewport.
+func (k *kit) checkSendViewport(t *testing.T) {
+	s := k.spawn(t)
+	const text = "terminaltest-viewport"
+	_, res := k.send(t, s, terminal.SendRequest{Text: k.opts.EchoCommand(text), Submit: true}, false)
+	wantReady(t, res)
+	wantLineOnce(t, res.Viewport, text)
+	if res.Truncated {
+		t.Error("a one-line send reports Truncated")
+	}
+}
+
+// checkSendIsolated: a send sees its own output only, never its
+// predecessor's.
+func (k *kit) checkSendIsolated(t *testing.T) {
+	s := k.spawn(t)
+	k.echo(t, s, "terminaltest-first")
+	out := k.echo(t, s, "terminaltest-second")
+	if n := countLine(out, "terminaltest-first"); n != 0 {
+		t.Errorf("the second send's output repeats the first send's line:\n%s", out)
+	}
+	_, res := k.send(t, s, terminal.SendRequest{Text: k.opts.EchoCommand("terminaltest-third"), Submit: true}, false)
+	wantReady(t, res)
+	if n := countLine(res.Viewport, "terminaltest-second"); n != 0 {
+		t.Errorf("the third send's viewport repeats the second send's line:\n%s", res.Viewport)
+	}
+}
+
+// startRead starts the read command. The send cannot have settled by the
+// time StartSend returns: proving a stdin wait or inferring idleness takes
+// at least one observation of the terminal after the write.
+func (k *kit) startRead(t *testing.T, s terminal.Session) (context.Context, terminal.Send) {
+	t.Helper()
+	ctx := k.ctx(t)
+	send, err := s.StartSend(ctx, terminal.SendRequest{Text: k.opts.ReadCommand, Submit: true})
+	if err != nil {
+		t.Fatalf("StartSend(%q): %v", k.opts.ReadCommand, err)
+	}
+	return ctx, send
+}
+
+// interrupt cancels a live send and waits for the terminal to be ready.
+func interrupt(t *testing.T, ctx context.Context, send terminal.Send) {
+	t.Helper()
+	if !send.Cancel() {
+		t.Fatal("Cancel of a send blocked on input = false, want true")
+	}
+	res, err := send.Wait(ctx)
+	if err != nil {
+		t.Fatalf("Wait after Cancel: %v", err)
+	}
+	wantReady(t, res)
+}
+
+func (k *kit) checkSendActive(t *testing.T) {
+	s := k.spawn(t)
+	ctx, first := k.startRead(t, s)
+	second, err := s.StartSend(ctx, terminal.SendRequest{Text: k.opts.EchoCommand("terminaltest-second"), Submit: true})
+	if err == nil {
+		second.Cancel()
+		t.Fatal("a second StartSend while one is live succeeded")
+	}
+	if !errors.Is(err, terminal.ErrSendActive) {
+		t.Fatalf("second StartSend = %v, want %v", err, terminal.ErrSendActive)
+	}
+	interrupt(t, ctx, first)
+	k.echo(t, s, "terminaltest-after")
+}
+
+func (k *kit) checkStdinWait(t *testing.T) {
+	s := k.spawn(t)
+	ctx, send := k.startRead(t, s)
+	res, err := send.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.opts.ProvesStdinWait {
+		if res.Reason != terminal.WaitStdinRead {
+			t.Fatalf("a send blocked on input settled with %q, want %q", res.Reason, terminal.WaitStdinRead)
+		}
+	} else {
+		wantReady(t, res)
+	}
+	// The program still waits; an empty send interrupted at once brings the
+	// terminal back, the way a tool recovers.
+	nudge, err := s.StartSend(ctx, terminal.SendRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	interrupt(t, ctx, nudge)
+	k.echo(t, s, "terminaltest-recovered")
+}
+
+func (k *kit) checkSendCancel(t *testing.T) {
+	s := k.spawn(t)
+	ctx, send := k.startRead(t, s)
+	interrupt(t, ctx, send)
+	k.echo(t, s, "terminaltest-after-cancel")
+}
+
+// lineCount is how many lines a read page's text holds.
+func lineCount(text string) int {
+	if text == "" {
+		return 0
+	}
+	return strings.Count(text, "\n") + 1
+}
+
+func (k *kit) checkReadPages(t *testing.T) {
+	s := k.spawn(t)
+	texts := []string{"terminaltest-page-1", "terminaltest-page-2", "terminaltest-page-3"}
+	for _, text := range texts {
+		k.echo(t, s, text)
+	}
+	read := func(req terminal.ReadRequest) terminal.ReadResult {
+		t.Helper()
+		res, err := s.Read(req)
+		if err != nil {
+			t.Fatalf("Read(%+v): %v", req, err)
+		}
+		return res
+	}
+
+	all := read(terminal.ReadRequest{})
+	if all.TotalLines < len(texts) || all.LineBegin != 0 || all.LineEnd != lineCount(all.Text) || all.LineEnd > all.TotalLines {
+		t.Fatalf("Read({}) = %+v: inconsistent page", all)
+	}
+	last := -1
+	for _, text := range texts {
+		i := strings.Index(all.Text, text)
+		if i <= last {
+			t.Fatalf("Read({}) does not show %q after the earlier output:\n%s", text, all.Text)
+		}
+		last = i
+	}
+	if all.Truncated || all.LineEnd != all.TotalLines {
+		// A backend that keeps little may cut the full page; the paging
+		// arithmetic below needs all of it.
+		t.Logf("Read({}) returned part of the scrollback (%d of %d lines)", all.LineEnd, all.TotalLines)
+		return
+	}
+
+	// Line i counted from the newest is page {Offset: i, Count: 1}.
+	lines := strings.Split(all.Text, "\n")
+	for i := range lines {
+		page := read(terminal.ReadRequest{Offset: i, Count: 1})
+		text := lines[len(lines)-1-i]
+		want := terminal.ReadResult{Text: text, TotalLines: all.TotalLines, LineBegin: i, LineEnd: i + lineCount(text)}
+		if page != want {
+			t.Fatalf("Read({Offset: %d, Count: 1}) = %+v, want %+v", i, page, want)
+		}
+	}
+	two := read(terminal.ReadRequest{Offset: 1, Count: 2})
+	if want := strings.Join(lines[len(lines)-3:len(lines)-1], "\n"); two.Text != want || two.LineBegin != 1 {
+		t.Fatalf("Read({Offset: 1, Count: 2}) = %+v, want text %q from line 1", two, want)
+	}
+	for _, offset := range []int{all.TotalLines, all.TotalLines + 5} {
+		past := read(terminal.ReadRequest{Offset: offset})
+		if past.Text != "" || past.LineBegin != offset || past.LineEnd != offset || past.TotalLines != all.TotalLines {
+			t.Fatalf("Read({Offset: %d}) past the end = %+v, want an empty page at %d", offset, past, offset)
+		}
+	}
+}
+
+func (k *kit) checkSignalUnsupported(t *testing.T) {
+	s := k.spawn(t)
+	for _, sig := range []terminal.Signal{"SIGUSR1", ""} {
+		if _, err := s.Signal(k.ctx(t), sig); !errors.Is(err, terminal.ErrUnsupportedSignal) {
+			t.Errorf("Signal(%q) = %v, want %v", sig, err, terminal.ErrUnsupportedSignal)
+		}
+	}
+}
+
+func (k *kit) checkSignalKillShell(t *testing.T) {
+	s := k.spawn(t)
+	_, err := s.Signal(k.ctx(t), terminal.SIGKILL)
+	if !errors.Is(err, terminal.ErrRefuseKillShell) && !errors.Is(err, terminal.ErrNoForeground) && !errors.Is(err, terminal.ErrUnsupportedSignal) {
+		t.Fatalf("SIGKILL with the top-level process in the foreground = %v, want a refusal", err)
+	}
+	if st := s.Status(); st != terminal.Running {
+		t.Fatalf("status after the refused SIGKILL = %v", st)
+	}
+	k.echo(t, s, "terminaltest-still-here")
+}
+
+func (k *kit) checkExit(t *testing.T) {
+	s := k.spawn(t)
+	_, res := k.send(t, s, terminal.SendRequest{Text: k.opts.ExitCommand, Submit: true, Stream: true}, true)
+	if res.Reason != terminal.WaitSessionExit {
+		t.Fatalf("the exit command settled with %q, want %q", res.Reason, terminal.WaitSessionExit)
+	}
+	if !res.Status.Exited || !s.Status().Exited {
+		t.Fatalf("status after exit: result %v, session %v; want exited", res.Status, s.Status())
+	}
+	if _, err := s.StartSend(k.ctx(t), terminal.SendRequest{Text: "x", Submit: true}); !errors.Is(err, terminal.ErrSessionExited) {
+		t.Fatalf("StartSend after exit = %v, want %v", err, terminal.ErrSessionExited)
+	}
+}
+
+func (k *kit) checkCloseIdempotent(t *testing.T) {
+	s := k.spawn(t)
+	k.close(t, s)
+	k.close(t, s)
+	_, err := s.StartSend(k.ctx(t), terminal.SendRequest{Text: "x", Submit: true})
+	if !errors.Is(err, terminal.ErrSessionClosing) && !errors.Is(err, terminal.ErrSessionExited) {
+		t.Fatalf("StartSend after Close = %v, want %v or %v", err, terminal.ErrSessionClosing, terminal.ErrSessionExited)
+	}
+}
+
+func (k *kit) checkCloseConcurrent(t *testing.T) {
+	s := k.spawn(t)
+	ctx := k.ctx(t)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = s.Close(ctx, "terminaltest") })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("concurrent Close %d: %v", i, err)
+		}
+	}
+	wantGone(t, s)
+}
+
+func (k *kit) checkCloseDuringSend(t *testing.T) {
+	s := k.spawn(t)
+	ctx, send := k.startRead(t, s)
+	if err := s.Close(ctx, "terminaltest"); err != nil {
+		t.Fatalf("Close during a send: %v", err)
+	}
+	wantGone(t, s)
+	// The send must settle (as an exit, or with an error) rather than hang.
+	if res, err := send.Wait(ctx); err == nil && res.Reason != terminal.WaitSessionExit {
+		t.Fatalf("a send cut off by Close settled with %q, want %q or an error", res.Reason, terminal.WaitSessionExit)
+	} else if err != nil && ctx.Err() != nil {
+		t.Fatalf("a send cut off by Close did not settle: %v", err)
+	}
+}

@@ -1,0 +1,272 @@
+package terminaltest_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestMemoryBackend(t *testing.T) {
+	terminaltest.CheckGoroutines(t)
+	terminaltest.TestBackend(t, func(*testing.T) terminal.Backend { return memBackend{} }, terminaltest.Options{
+		EchoCommand:     func(text string) string { return "say " + text },
+		ReadCommand:     "wait-input",
+		ProvesStdinWait: true,
+		ExitCommand:     "quit",
+	})
+}
+
+// Without the optional commands the checks that need them are skipped, and
+// the rest still pass.
+func TestMemoryBackendMinimal(t *testing.T) {
+	terminaltest.TestBackend(t, func(*testing.T) terminal.Backend { return memBackend{} }, terminaltest.Options{
+		EchoCommand: func(text string) string { return "say " + text },
+	})
+}
+
+// memBackend runs a scripted terminal in memory, with no process behind it
+// (PID 0). Its "shell" knows three commands: `say TEXT` prints TEXT,
+// `wait-input` blocks reading the terminal until a line or an interrupt
+// arrives, and `quit` exits. Like a real terminal it echoes what is typed
+// after the prompt.
+//
+// A send settles the moment the shell is back at its prompt, which in
+// memory is before StartSend returns. A send blocked on input settles when
+// it is first observed (Wait or Output): the observation is the proof of
+// the wait. That keeps every run deterministic without timers.
+type memBackend struct{}
+
+const prompt = "mem> "
+
+func (memBackend) Type() string { return "memory" }
+
+func (memBackend) Spawn(ctx context.Context, _ terminal.SpawnSpec) (terminal.Session, error) {
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	return &memSession{status: terminal.Running, partial: prompt}, nil
+}
+
+type memSession struct {
+	mu      sync.Mutex
+	lines   []string // complete lines of scrollback
+	partial string   // the line being written
+	status  terminal.Status
+	closed  bool
+	reading bool     // the foreground program waits for a line
+	send    *memSend // the live send
+}
+
+func (s *memSession) Motd() string { return prompt }
+func (s *memSession) PID() int     { return 0 }
+
+func (s *memSession) Status() terminal.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+// StartSend ignores ctx: every send settles by itself or at the first
+// observation, so there is nothing for ctx to bound.
+func (s *memSession) StartSend(_ context.Context, req terminal.SendRequest) (terminal.Send, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, fmt.Errorf("memory session: %w", terminal.ErrSessionClosing)
+	case s.status.Exited:
+		return nil, fmt.Errorf("memory session: %w", terminal.ErrSessionExited)
+	case s.send != nil:
+		return nil, fmt.Errorf("memory session: %w", terminal.ErrSendActive)
+	}
+	send := &memSend{s: s, settled: make(chan struct{})}
+	s.send = send
+	s.partial += req.Text
+	if req.Submit {
+		s.enter()
+	}
+	if s.send == send && !s.reading {
+		s.settle(terminal.WaitStdinRead)
+	}
+	return send, nil
+}
+
+// enter completes the line being written and lets the foreground act on it.
+func (s *memSession) enter() {
+	line := s.partial
+	s.emit(line)
+	if s.reading {
+		// The waiting program consumes the line and ends.
+		s.reading = false
+		s.partial = prompt
+		return
+	}
+	cmd := strings.TrimPrefix(line, prompt)
+	s.partial = prompt
+	switch {
+	case strings.HasPrefix(cmd, "say "):
+		s.emit(strings.TrimPrefix(cmd, "say "))
+	case cmd == "wait-input":
+		s.reading = true
+		s.partial = ""
+	case cmd == "quit":
+		s.partial = ""
+		s.status = terminal.Status{Exited: true, ExitCode: 0}
+		s.settle(terminal.WaitSessionExit)
+	case cmd != "":
+		s.emit("mem: unknown command: " + cmd)
+	}
+}
+
+// emit completes a line of output.
+func (s *memSession) emit(line string) {
+	s.partial = ""
+	s.lines = append(s.lines, line)
+	if s.send != nil {
+		s.send.out = append(s.send.out, line)
+	}
+}
+
+// settle ends the live send. The viewport is a snapshot of what Output has
+// not returned yet, plus the line being written; Output still returns those
+// lines afterwards, so a streaming caller misses nothing.
+func (s *memSession) settle(reason terminal.WaitReason) {
+	send := s.send
+	var viewport strings.Builder
+	for _, line := range send.out {
+		viewport.WriteString(line + "\n")
+	}
+	viewport.WriteString(s.partial)
+	send.result = terminal.SendResult{Reason: reason, Viewport: viewport.String(), Status: s.status}
+	close(send.settled)
+	s.send = nil
+}
+
+// interrupt stops the waiting program, as SIGINT would.
+func (s *memSession) interrupt() {
+	s.reading = false
+	s.emit("^C")
+	s.partial = prompt
+	if s.send != nil {
+		s.settle(terminal.WaitStdinRead)
+	}
+}
+
+func (s *memSession) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
+	if req.Offset < 0 || req.Count < 0 {
+		return terminal.ReadResult{}, fmt.Errorf("memory session: bad page %+v", req)
+	}
+	count := req.Count
+	if count == 0 {
+		count = 500
+	}
+	s.mu.Lock()
+	segments := append(slices.Clone(s.lines), s.partial)
+	s.mu.Unlock()
+	total := len(segments)
+	if total == 1 && segments[0] == "" {
+		total = 0
+	}
+	if req.Offset >= total {
+		return terminal.ReadResult{TotalLines: total, LineBegin: req.Offset, LineEnd: req.Offset}, nil
+	}
+	end := total - req.Offset
+	text := strings.Join(segments[max(0, end-count):end], "\n")
+	n := 0
+	if text != "" {
+		n = strings.Count(text, "\n") + 1
+	}
+	return terminal.ReadResult{Text: text, TotalLines: total, LineBegin: req.Offset, LineEnd: req.Offset + n}, nil
+}
+
+func (s *memSession) Signal(_ context.Context, sig terminal.Signal) (terminal.SignalResult, error) {
+	switch sig {
+	case terminal.SIGINT, terminal.SIGTERM, terminal.SIGKILL, terminal.SIGTSTP, terminal.SIGHUP:
+	default:
+		return terminal.SignalResult{}, fmt.Errorf("memory session: %q: %w", sig, terminal.ErrUnsupportedSignal)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed || s.status.Exited:
+		return terminal.SignalResult{}, fmt.Errorf("memory session: %w", terminal.ErrSessionExited)
+	case s.reading:
+		s.interrupt()
+	case sig == terminal.SIGKILL:
+		return terminal.SignalResult{}, fmt.Errorf("memory session: %w", terminal.ErrRefuseKillShell)
+	}
+	// The shell itself ignores the other signals, as an interactive one does.
+	return terminal.SignalResult{}, nil
+}
+
+func (s *memSession) Close(context.Context, string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if !s.status.Exited {
+		s.status = terminal.Status{Exited: true, ExitCode: -1, Signal: "SIGHUP"}
+	}
+	if s.send != nil {
+		s.settle(terminal.WaitSessionExit)
+	}
+	return nil
+}
+
+type memSend struct {
+	s       *memSession
+	settled chan struct{}
+	// Guarded by s.mu.
+	out    []string // lines not yet returned by Output
+	result terminal.SendResult
+}
+
+// observe settles a send that waits on input: being looked at is what
+// proves the wait in memory.
+func (m *memSend) observe() {
+	if m.s.send == m && m.s.reading {
+		m.s.settle(terminal.WaitStdinRead)
+	}
+}
+
+func (m *memSend) Output(context.Context) (string, error) {
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
+	if len(m.out) > 0 {
+		out := strings.Join(m.out, "\n") + "\n"
+		m.out = nil
+		return out, nil
+	}
+	m.observe()
+	return "", io.EOF
+}
+
+func (m *memSend) Wait(context.Context) (terminal.SendResult, error) {
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
+	m.observe()
+	return m.result, nil
+}
+
+func (m *memSend) Cancel() bool {
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
+	if m.s.send != m {
+		return false
+	}
+	m.s.interrupt()
+	return true
+}
