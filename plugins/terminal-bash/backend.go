@@ -1,0 +1,295 @@
+package terminalbash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
+)
+
+// Backend starts bash sessions on PTYs. It remembers the sessions it
+// started until they are closed, so that the plugin's unload can close
+// them (Close) and a host that is dying can kill them (KillAll).
+type Backend struct {
+	typ       string
+	shellPath string
+	shellArgs []string
+	cfg       settings
+	log       *slog.Logger
+	// environ returns the environment the shell's is derived from.
+	environ func() []string
+	// noCgroup is set once creating a cgroup has failed: it will not work
+	// later either, and the tracker alone is used from then on.
+	noCgroup atomic.Bool
+
+	mu       sync.Mutex
+	sessions map[*session]struct{}
+	shutdown bool
+}
+
+// NewBackend returns a backend for cfg, which must be valid. log may be nil.
+func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	path, args := cfg.shell()
+	b := &Backend{
+		typ:       cfg.BackendType,
+		shellPath: path,
+		shellArgs: args,
+		cfg:       newSettings(cfg),
+		log:       log,
+		environ:   os.Environ,
+		sessions:  make(map[*session]struct{}),
+	}
+	allBackends.Store(b, struct{}{})
+	return b, nil
+}
+
+// allBackends holds every backend that has not been closed, for KillAll.
+var allBackends sync.Map
+
+// KillAll is Backend.KillAll for every backend in this process that has
+// not been closed: for a host that must exit now (a fatal signal, a
+// deadline it cannot meet) and cannot wait for the plugins to unload.
+func KillAll() {
+	allBackends.Range(func(b, _ any) bool {
+		b.(*Backend).KillAll()
+		return true
+	})
+}
+
+// Type is the name the backend registers under.
+func (b *Backend) Type() string { return b.typ }
+
+// errShutdown is returned by Spawn once the backend has been closed.
+var errShutdown = fmt.Errorf("terminal-bash: backend is shut down: %w", terminal.ErrServiceClosing)
+
+// Spawn starts bash and returns once it shows its first prompt. If ctx
+// ends first, or startup fails, the session is closed again before Spawn
+// returns; if that close fails too, the error is a *terminal.CleanupError.
+func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error) {
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	if spec.Cwd != "" {
+		fi, err := os.Stat(spec.Cwd)
+		if err != nil {
+			return nil, fmt.Errorf("terminal-bash: working directory: %w", err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("terminal-bash: working directory %s is not a directory", spec.Cwd)
+		}
+	}
+	s, first, err := b.start(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.awaitStartup(ctx, first); err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.closeBudget())
+		defer cancel()
+		if cerr := s.Close(cctx, "PTY startup failed"); cerr != nil {
+			return nil, &terminal.CleanupError{StartErr: err, CleanupErr: cerr}
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// closeBudget bounds a close nobody else bounds (a failed startup): enough
+// for every grace period proc.Terminate may wait through, and some.
+func (b *Backend) closeBudget() time.Duration { return 8*b.cfg.grace + 5*time.Second }
+
+// cgroupSeq makes cgroup names unique within this process: two services
+// (isolated realms) can mint the same session id.
+var cgroupSeq atomic.Uint64
+
+// start allocates the PTY, starts the shell (in its own cgroup when
+// possible) and the session's two goroutines: the read loop and the
+// reaper. The session waits for its first prompt as an internal send,
+// which start returns.
+func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
+	term, err := openTerminal(b.cfg.rows, b.cfg.cols)
+	if err != nil {
+		return nil, nil, fmt.Errorf("terminal-bash: %w", err)
+	}
+	env := shellEnv(b.environ(), spec.OwnerID, spec.SessionID)
+	cg := b.newCgroup(spec.SessionID)
+	fd := -1
+	if cg != nil {
+		fd = cg.FD()
+	}
+	cmd, err := startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term.slave, fd)
+	if err != nil && cg != nil {
+		// clone3 into a cgroup can be refused where creating one was not
+		// (seccomp filters, older kernels): start without it.
+		b.log.Info("starting the shell in its cgroup failed; relying on process tracking", "err", err)
+		b.noCgroup.Store(true)
+		cg.Close()
+		cg = nil
+		cmd, err = startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term.slave, -1)
+	}
+	if err != nil {
+		term.close()
+		if cg != nil {
+			cg.Close()
+		}
+		return nil, nil, fmt.Errorf("terminal-bash: start %s: %w", b.shellPath, err)
+	}
+	pid := cmd.Process.Pid
+	// The shell is our unreaped child, so its /proc entry is there.
+	shell, err := proc.IdentityOf(pid)
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		term.close()
+		if cg != nil {
+			cg.Close()
+		}
+		return nil, nil, fmt.Errorf("terminal-bash: identify shell %d: %w", pid, err)
+	}
+
+	s := newSession(spec.SessionID, b.cfg, b.log.With("session", spec.SessionID), term)
+	s.cmd, s.pid = cmd, pid
+	s.target = proc.Target{Shell: shell, Tracker: proc.NewTracker(shell), Cgroup: cg}
+	s.forget = b.forget
+	sn := newSend(s, terminal.SendRequest{}, time.Now().Add(b.cfg.timeout))
+	sn.startup = true
+	s.slot, s.live = sn, sn
+
+	b.mu.Lock()
+	shutdown := b.shutdown
+	if !shutdown {
+		b.sessions[s] = struct{}{}
+	}
+	b.mu.Unlock()
+
+	s.mu.Lock()
+	s.armLocked()
+	s.mu.Unlock()
+	go s.readLoop()
+	go s.waitShell()
+	if shutdown {
+		cctx, cancel := context.WithTimeout(context.Background(), b.closeBudget())
+		defer cancel()
+		if cerr := s.Close(cctx, "PTY startup failed"); cerr != nil {
+			return nil, nil, &terminal.CleanupError{StartErr: errShutdown, CleanupErr: cerr}
+		}
+		return nil, nil, errShutdown
+	}
+	return s, sn, nil
+}
+
+// newCgroup creates the session's cgroup, or returns nil where cgroups
+// cannot be used.
+func (b *Backend) newCgroup(sessionID string) *proc.Cgroup {
+	if b.noCgroup.Load() {
+		return nil
+	}
+	name := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(cgroupSeq.Add(1), 10) + "-" + cgroupSafe(sessionID)
+	cg, err := proc.NewCgroup(name)
+	if err != nil {
+		if errors.Is(err, proc.ErrCgroupUnavailable) {
+			b.noCgroup.Store(true)
+		}
+		b.log.Info("no cgroup for the shell; relying on process tracking", "err", err)
+		return nil
+	}
+	return cg
+}
+
+// cgroupSafe keeps a session id usable as one path element.
+func cgroupSafe(id string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, id)
+}
+
+// awaitStartup waits for the shell's first controlled prompt (the startup
+// send sn settling), which becomes the MOTD.
+func (s *session) awaitStartup(ctx context.Context, sn *send) error {
+	select {
+	case <-sn.done:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res := sn.result
+	switch res.Reason {
+	case terminal.WaitStdinRead:
+		s.motd = res.Viewport
+		return nil
+	case terminal.WaitSessionExit:
+		if s.closing {
+			return fmt.Errorf("terminal-bash: session %s: %w", s.id, terminal.ErrSessionClosing)
+		}
+		return fmt.Errorf("terminal-bash: shell exited during startup (%s): %q", res.Status, res.Viewport)
+	}
+	return fmt.Errorf("terminal-bash: shell did not reach its prompt within %v: %q", s.cfg.timeout, res.Viewport)
+}
+
+func (b *Backend) forget(s *session) {
+	b.mu.Lock()
+	delete(b.sessions, s)
+	b.mu.Unlock()
+}
+
+func (b *Backend) live() []*session {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]*session, 0, len(b.sessions))
+	for s := range b.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Close stops new spawns and closes every session the backend still owns,
+// concurrently, returning when they are all gone or joining the errors of
+// those that are not. Sessions already closed by someone else are skipped;
+// closing one twice is harmless anyway.
+func (b *Backend) Close(ctx context.Context) error {
+	b.mu.Lock()
+	b.shutdown = true
+	b.mu.Unlock()
+	sessions := b.live()
+	errs := make([]error, len(sessions))
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		wg.Go(func() { errs[i] = s.Close(ctx, "terminal-bash backend unloaded") })
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	if err == nil {
+		allBackends.Delete(b)
+	}
+	return err
+}
+
+// KillAll sends SIGKILL to everything every open session captured, without
+// waiting: for a host that is exiting and cannot afford Close. It never
+// blocks on a process.
+func (b *Backend) KillAll() {
+	for _, s := range b.live() {
+		s.killNow()
+	}
+}
+
+var _ terminal.Backend = (*Backend)(nil)

@@ -1,0 +1,159 @@
+package terminalbash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
+)
+
+// closeCall is one Close in progress; concurrent callers share it.
+type closeCall struct {
+	done chan struct{}
+	err  error
+}
+
+// waitShell reaps the shell. The exit itself is processed by the read loop
+// once it has collected the output written before it (wake, then
+// finishExitLocked), or right here when the read loop has already ended.
+func (s *session) waitShell() {
+	defer close(s.waitDone)
+	err := s.cmd.Wait()
+	st := exitStatus(s.cmd.ProcessState)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil && s.cmd.ProcessState == nil {
+		s.log.Warn("shell wait failed", "err", err)
+	}
+	s.status = st
+	s.exitSeen = true
+	if s.eof || s.masterClosed {
+		s.finishExitLocked()
+		return
+	}
+	s.armLocked()
+}
+
+// exitStatus turns a wait status into the terminal's terms.
+func exitStatus(ps *os.ProcessState) terminal.Status {
+	st := terminal.Status{Exited: true, ExitCode: -1}
+	if ps == nil {
+		return st
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	switch {
+	case !ok:
+	case ws.Exited():
+		st.ExitCode = ws.ExitStatus()
+	case ws.Signaled():
+		st.Signal = unix.SignalName(ws.Signal())
+	}
+	return st
+}
+
+// finishExitLocked settles the live send as session_exit once the shell's
+// last output has been consumed.
+func (s *session) finishExitLocked() {
+	if s.exited {
+		return
+	}
+	s.exited = true
+	if sn := s.live; sn != nil {
+		s.settleLocked(sn, terminal.WaitSessionExit)
+	}
+}
+
+// Close ends the session and everything it started. See terminal.Session.
+func (s *session) Close(ctx context.Context, reason string) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	if c := s.closeCall; c != nil {
+		s.mu.Unlock()
+		select {
+		case <-c.done:
+			return c.err
+		case <-ctx.Done():
+			return fmt.Errorf("PTY cleanup failed (%s): %w", reason, context.Cause(ctx))
+		}
+	}
+	c := &closeCall{done: make(chan struct{})}
+	s.closeCall = c
+	s.closing = true
+	if sn := s.live; sn != nil {
+		s.settleLocked(sn, terminal.WaitSessionExit)
+	}
+	s.mu.Unlock()
+
+	err := s.teardown(ctx)
+	if err != nil {
+		err = fmt.Errorf("PTY cleanup failed (%s): %w", reason, err)
+	}
+	s.mu.Lock()
+	c.err = err
+	if err == nil {
+		s.closed = true
+	} else {
+		s.closeCall = nil // a later Close retries
+	}
+	s.mu.Unlock()
+	close(c.done)
+	if err == nil && s.forget != nil {
+		s.forget(s)
+	}
+	return err
+}
+
+// teardown hangs the terminal up, then lets proc.Terminate sweep what is
+// left, reaps the shell and waits for every goroutine of the session. Each
+// step is safe to repeat, for a retried Close.
+func (s *session) teardown(ctx context.Context) error {
+	if s.target.Tracker != nil {
+		// The last look at the tree while the shell still anchors it.
+		if snap, err := proc.Scan(); err == nil {
+			s.target.Tracker.Refresh(snap)
+		}
+	}
+	s.mu.Lock()
+	if !s.masterClosed {
+		s.masterClosed = true
+		// Closing the master hangs the terminal up: the kernel sends SIGHUP
+		// to the shell, and bash passes it on to its jobs. It also ends the
+		// read loop and any write still waiting for room.
+		s.term.close()
+	}
+	s.mu.Unlock()
+	target := s.target
+	target.Grace = s.cfg.grace
+	err := proc.Terminate(ctx, target)
+	select {
+	case <-s.waitDone:
+	case <-ctx.Done():
+		return errors.Join(err, fmt.Errorf("shell %d not reaped: %w", s.pid, context.Cause(ctx)))
+	}
+	if err != nil {
+		return err
+	}
+	<-s.loopDone
+	s.workers.Wait()
+	if cg := s.target.Cgroup; cg != nil {
+		if err := cg.Close(); err != nil {
+			return fmt.Errorf("remove cgroup: %w", err)
+		}
+	}
+	return nil
+}
+
+// killNow kills everything the session captured, synchronously and without
+// waiting for anything: the last resort of a host that is going away.
+func (s *session) killNow() {
+	proc.TerminateNow(s.target)
+}

@@ -1,0 +1,124 @@
+package terminalbash
+
+import (
+	"time"
+
+	"github.com/dshdev/dsh/host"
+)
+
+// Config configures the shell backend. Every duration is in milliseconds.
+type Config struct {
+	// BackendType is the name sessions are spawned under in the terminals
+	// service (the spawn request's type).
+	BackendType string `json:"backendType"`
+	// ShellPath is the shell executable. Empty selects /bin/bash.
+	ShellPath string `json:"shellPath"`
+	// ShellArgs are the shell's arguments. Empty selects
+	// ["--noprofile", "--norc", "-i"]: an interactive bash that reads no
+	// startup files, so the controlled prompt is the only prompt.
+	ShellArgs []string `json:"shellArgs"`
+	// Rows is the terminal height in lines.
+	Rows int `json:"rows"`
+	// Cols is the terminal width in columns.
+	Cols int `json:"cols"`
+	// ScrollbackLines is how many lines of history a session keeps for
+	// paging.
+	ScrollbackLines int `json:"scrollbackLines"`
+	// ScrollbackMaxBytes bounds the history a session keeps, in UTF-8 bytes.
+	ScrollbackMaxBytes int `json:"scrollbackMaxBytes"`
+	// MaxReadBytes caps one scrollback page, one settled viewport, and the
+	// output a send holds for its caller (the newest bytes are kept unless
+	// the caller streams the output).
+	MaxReadBytes int `json:"maxReadBytes"`
+	// IdleSilenceMs is how long a send waits without output and without
+	// proof that the terminal waits for input before it settles as
+	// inferred_idle.
+	IdleSilenceMs int `json:"idleSilenceMs"`
+	// TimeoutMs bounds one send (and the start of a session) when the send
+	// does not set its own timeout.
+	TimeoutMs int `json:"timeoutMs"`
+	// DisposeGraceMs is how long closing a session waits after each
+	// escalation step (TERM, then KILL) for its processes to go.
+	DisposeGraceMs int `json:"disposeGraceMs"`
+	// StdinProbeMaxMs caps the interval between checks that the foreground
+	// program is blocked reading the terminal. Checks start a few
+	// milliseconds after the last write or output and back off to this cap
+	// while the terminal stays quiet.
+	StdinProbeMaxMs int `json:"stdinProbeMaxMs"`
+}
+
+// Default shell and arguments, used when the config leaves them empty.
+const (
+	defaultShellPath = "/bin/bash"
+	maxTermSize      = 1<<16 - 1
+)
+
+func defaultShellArgs() []string { return []string{"--noprofile", "--norc", "-i"} }
+
+// DefaultConfig returns the configuration a deployment starts from.
+func DefaultConfig() *Config {
+	return &Config{
+		BackendType:        "shell",
+		ShellPath:          defaultShellPath,
+		ShellArgs:          defaultShellArgs(),
+		Rows:               40,
+		Cols:               160,
+		ScrollbackLines:    10000,
+		ScrollbackMaxBytes: 4 << 20,
+		MaxReadBytes:       256 << 10,
+		IdleSilenceMs:      3000,
+		TimeoutMs:          30000,
+		DisposeGraceMs:     3000,
+		StdinProbeMaxMs:    250,
+	}
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	if c.BackendType == "" {
+		return host.FieldErrorf("backendType", "terminal-bash: backendType must be non-empty")
+	}
+	positive := []struct {
+		field string
+		value int
+	}{
+		{"rows", c.Rows},
+		{"cols", c.Cols},
+		{"scrollbackLines", c.ScrollbackLines},
+		{"scrollbackMaxBytes", c.ScrollbackMaxBytes},
+		{"maxReadBytes", c.MaxReadBytes},
+		{"idleSilenceMs", c.IdleSilenceMs},
+		{"timeoutMs", c.TimeoutMs},
+		{"disposeGraceMs", c.DisposeGraceMs},
+		{"stdinProbeMaxMs", c.StdinProbeMaxMs},
+	}
+	for _, p := range positive {
+		if p.value <= 0 {
+			return host.FieldErrorf(p.field, "terminal-bash: %s must be a positive integer", p.field)
+		}
+	}
+	if c.Rows > maxTermSize {
+		return host.FieldErrorf("rows", "terminal-bash: rows must not exceed %d", maxTermSize)
+	}
+	if c.Cols > maxTermSize {
+		return host.FieldErrorf("cols", "terminal-bash: cols must not exceed %d", maxTermSize)
+	}
+	if c.MaxReadBytes > c.ScrollbackMaxBytes {
+		return host.FieldErrorf("maxReadBytes", "terminal-bash: maxReadBytes must not exceed scrollbackMaxBytes")
+	}
+	return nil
+}
+
+// shell returns the effective executable and argv (without argv[0]).
+func (c *Config) shell() (string, []string) {
+	path, args := c.ShellPath, c.ShellArgs
+	if path == "" {
+		path = defaultShellPath
+	}
+	if len(args) == 0 {
+		args = defaultShellArgs()
+	}
+	return path, args
+}
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }

@@ -1,0 +1,66 @@
+package terminalbash
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/dshdev/dsh/host"
+)
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		edit  func(*Config)
+		field string
+		msg   string
+	}{
+		{"default", func(*Config) {}, "", ""},
+		{"empty type", func(c *Config) { c.BackendType = "" }, "backendType", "terminal-bash: backendType must be non-empty"},
+		{"zero rows", func(c *Config) { c.Rows = 0 }, "rows", "terminal-bash: rows must be a positive integer"},
+		{"negative cols", func(c *Config) { c.Cols = -1 }, "cols", "terminal-bash: cols must be a positive integer"},
+		{"huge rows", func(c *Config) { c.Rows = 70000 }, "rows", "terminal-bash: rows must not exceed 65535"},
+		{"zero lines", func(c *Config) { c.ScrollbackLines = 0 }, "scrollbackLines", "terminal-bash: scrollbackLines must be a positive integer"},
+		{"zero bytes", func(c *Config) { c.ScrollbackMaxBytes = 0 }, "scrollbackMaxBytes", "terminal-bash: scrollbackMaxBytes must be a positive integer"},
+		{"zero read", func(c *Config) { c.MaxReadBytes = 0 }, "maxReadBytes", "terminal-bash: maxReadBytes must be a positive integer"},
+		{"zero idle", func(c *Config) { c.IdleSilenceMs = 0 }, "idleSilenceMs", "terminal-bash: idleSilenceMs must be a positive integer"},
+		{"zero timeout", func(c *Config) { c.TimeoutMs = 0 }, "timeoutMs", "terminal-bash: timeoutMs must be a positive integer"},
+		{"zero grace", func(c *Config) { c.DisposeGraceMs = 0 }, "disposeGraceMs", "terminal-bash: disposeGraceMs must be a positive integer"},
+		{"zero probe", func(c *Config) { c.StdinProbeMaxMs = 0 }, "stdinProbeMaxMs", "terminal-bash: stdinProbeMaxMs must be a positive integer"},
+		{"read over scrollback", func(c *Config) { c.MaxReadBytes = c.ScrollbackMaxBytes + 1 }, "maxReadBytes", "terminal-bash: maxReadBytes must not exceed scrollbackMaxBytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			tt.edit(cfg)
+			err := cfg.Validate()
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			var fe *host.FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("Validate = %v, want a *host.FieldError", err)
+			}
+			if fe.Field != tt.field || err.Error() != tt.msg {
+				t.Errorf("Validate = %q on %q, want %q on %q", err, fe.Field, tt.msg, tt.field)
+			}
+		})
+	}
+}
+
+func TestConfigShellDefaults(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ShellPath, cfg.ShellArgs = "", nil
+	path, args := cfg.shell()
+	if path != "/bin/bash" || !slices.Equal(args, []string{"--noprofile", "--norc", "-i"}) {
+		t.Errorf("empty shell settings give %s %q", path, args)
+	}
+	cfg.ShellPath, cfg.ShellArgs = "/usr/bin/env", []string{"bash", "-i"}
+	path, args = cfg.shell()
+	if path != "/usr/bin/env" || !slices.Equal(args, []string{"bash", "-i"}) {
+		t.Errorf("explicit shell settings give %s %q", path, args)
+	}
+}

@@ -1,0 +1,21 @@
+package terminalbash
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
+)
+
+func TestConformance(t *testing.T) {
+	terminaltest.CheckGoroutines(t)
+	terminaltest.TestBackend(t, func(t *testing.T) terminal.Backend {
+		return newTestBackend(t, nil)
+	}, terminaltest.Options{
+		EchoCommand:     func(text string) string { return "printf '%s\\n' " + strconv.Quote(text) },
+		ReadCommand:     "read line",
+		ProvesStdinWait: true,
+		ExitCommand:     "exit 3",
+	})
+}

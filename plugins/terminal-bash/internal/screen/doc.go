@@ -1,0 +1,138 @@
+// Package screen turns the raw bytes a shell writes to its PTY into the text
+// a terminal would show, one line at a time, as a bounded history that can
+// be paged from the newest line backwards.
+//
+// Differences from the design brief, in short (each is explained below):
+//   - An ESC inside an escape sequence ends it and starts a new one, also
+//     in discard mode; CAN and SUB cancel a sequence; '\n', '\r', '\b' and
+//     '\t' inside CSI are kept; a non-ASCII rune abandons a CSI or ESC
+//     sequence and is shown.
+//   - The carry bound is counted per byte, so overflow does not depend on
+//     how the stream was split, and its only effect is that the oversized
+//     sequence is not acted on.
+//   - CSI G to the first column is turned into '\r', and an EL 0 that
+//     cannot erase anything (no '\r' or '\b' since the last '\n') is
+//     dropped instead of splitting the text around it.
+//   - EL 1 erases through the cursor's own column (ECMA-48), not just up
+//     to it.
+//   - Scrollback: the partial line does not count against maxLines (so
+//     TotalLines can be maxLines+1), Append clears the partial line, Read
+//     treats maxBytes <= 0 as "no byte limit", Dropped also counts a line
+//     that lost its head to maxBytes, and maxBytes is capped at
+//     MaxScrollbackBytes (2 GiB).
+//   - Additions: Kind.String, DefaultMaxPending (used for maxPending <= 0),
+//     DefaultMaxLineBytes, Scrollback.TotalLines and Scrollback.Bytes.
+//
+// # Model
+//
+// Output passes through three stages, each usable alone:
+//
+//  1. Filter decodes UTF-8 (each invalid byte becomes U+FFFD, as in a Go
+//     range loop) and parses escape sequences, both carried across chunk
+//     boundaries. It emits Segments: Text with the printable output and the
+//     cursor controls '\n', '\r', '\b', '\t'; Prompt for the shell's
+//     OSC 133;D marker; EraseLine for EL (CSI K). Every other sequence is
+//     dropped, as is every other control.
+//  2. Lines renders Text and EraseLine segments onto a single row the way a
+//     terminal does and returns each line when '\n' commits it.
+//  3. Scrollback keeps the committed lines and the current partial line
+//     within a line and a byte bound, and serves pages counted from the
+//     newest line.
+//
+// A PTY reader feeds each chunk to Filter.Feed, hands Prompt segments to
+// its readiness logic and every other segment to Lines.Write, passes the
+// committed lines to Scrollback.Append and then Lines.Partial to
+// Scrollback.SetPartial. Filter.Flush at end of output drains what the
+// Filter still holds.
+//
+// Nothing here is safe for concurrent use; the PTY reader owns all three
+// values and anyone else must go through its lock. There are no goroutines.
+//
+// # Carriage return overwrites
+//
+// The sanitizer this replaces turned a lone '\r' into a newline. That made
+// every redraw of a progress bar its own line, so a download could push the
+// whole useful history out of the scrollback and into the agent's context.
+// Here '\r' only moves the cursor to column 0 and later text overwrites the
+// line in place, so "10%\r20%\r30%\n" is stored as the single line "30%",
+// "abc\rX\n" as "Xbc", and "downloading\r\x1b[Kdone\n" as "done": what a
+// person at the terminal would see. A side effect is that a CRLF split
+// between two chunks needs no special care, since '\r' before '\n' changes
+// nothing. EL 1 blanks the cursor's own cell too, as ECMA-48 and real
+// terminals do.
+//
+// Columns are counted in runes. There is no character width table and no
+// wrapping at the PTY width, so a line that relies on wide characters, or
+// on the terminal wrapping it before a '\r' returns to its start, can
+// render differently from a real terminal. (Readline under TERM=dumb
+// scrolls a long command line horizontally instead of wrapping it, which
+// renders as it would on screen: "<" and the command's tail.) Cursor
+// movement other than CR, BS and CHA to the first column is dropped, so a
+// program that moves the cursor with CSI sequences (rare under TERM=dumb)
+// renders as if it had not moved.
+//
+// Partial lines are bounded: a line that would grow past Lines.MaxLineBytes
+// is committed as though a '\n' had arrived.
+//
+// # Escape sequences
+//
+// The parser follows the usual VT state machine rather than the looser
+// scan of the original sanitizer, because terminal behaviour is what
+// programs are written against:
+//
+//   - OSC (ESC ] or U+009D) and the other strings, DCS, SOS, PM and APC,
+//     end at BEL or ST (ESC \ or U+009C). Only an OSC whose payload starts
+//     with "133;D;" does anything: it becomes a Prompt segment.
+//   - CSI (ESC [ or U+009B) ends at its final byte, 0x40-0x7E. EL (K) with
+//     parameter 0, 1 or 2 becomes an EraseLine segment, CHA (G) to the
+//     first column becomes '\r', everything else is dropped. An EL 0 is
+//     dropped too when no '\r' or '\b' has been emitted since the last
+//     '\n' (nothing can be at or after the cursor): grep --color writes one
+//     after every match, and emitting them would split colored output into
+//     a segment per match.
+//   - ESC followed by intermediates (0x20-0x2F) and a final byte, such as
+//     ESC ( B, is dropped, as is any other two-character escape.
+//   - An ESC inside any sequence ends it and starts a new one; "ESC \" is
+//     simply the case where the new one is ST. So an unterminated "ESC ]"
+//     (from cat'ing a binary, or printf '\e]') cannot swallow the next
+//     prompt marker: the marker's own ESC ends it. The original sanitizer
+//     would read on to the marker's BEL and lose the marker.
+//   - CAN and SUB cancel a sequence. The four kept controls met inside a
+//     CSI or ESC sequence are emitted, other controls there are ignored,
+//     and a non-ASCII rune abandons the sequence and is shown.
+//
+// A sequence that grows past the Filter's maxPending bytes is not stored
+// any further (discard mode): it is still parsed to its end, then dropped
+// rather than acted on. Memory therefore stays bounded for hostile input
+// such as printf '\e]'; yes, and text after the terminator comes through.
+// Because the bound is checked at every byte, the output never depends on
+// how the stream was split into chunks.
+//
+// # Prompt tail
+//
+// Segments keep their stream order, so the text printed after a marker is
+// exactly the Text segments that follow the Prompt segment. Readiness code
+// should collect that raw text (not Lines' rendering, which would include
+// whatever was already on the line) and compare it with the prompt string.
+//
+// # Scrollback
+//
+// Committed lines are packed into 64 KiB chunks with an index of line ends,
+// so an append copies only the new bytes and dropping old lines advances an
+// index; the history itself is never copied or re-split. The partial line
+// is shown as the newest line when it is not empty and counts against the
+// byte bound but not the line bound. Append clears it, because the lines
+// being committed are what it was showing; the caller sets it again after
+// each batch. Dropped counts lines lost to the bounds, including one that
+// kept only its newest bytes because it was longer than the byte bound.
+//
+// # Performance
+//
+// Plain output is handled a word at a time: the Filter scans eight bytes
+// per branch and copies text once, into the Segment; Lines commits runs of
+// plain lines by copying them with the CRs squeezed out, without looking at
+// the cursor; the Scrollback copies whole batches of lines into a chunk and
+// finds their ends eight bytes at a time. Everything else goes through the
+// per-rune paths, which are simple enough to be checked against naive
+// models by the fuzz tests.
+package screen

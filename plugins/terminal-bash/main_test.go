@@ -1,0 +1,213 @@
+package terminalbash
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// waitLong bounds every wait in these tests. It is generous: it only turns
+// a hang into a clear failure and never decides a result.
+const waitLong = 30 * time.Second
+
+// testConfig is the default config with the silence tier pushed out of
+// reach, so only a prompt or a proof can settle a send quickly, and short
+// grace periods, so cleanup of stubborn processes does not drag.
+func testConfig() *Config {
+	cfg := DefaultConfig()
+	cfg.IdleSilenceMs = 600000
+	cfg.TimeoutMs = 60000
+	cfg.DisposeGraceMs = 500
+	return cfg
+}
+
+func newTestBackend(t testing.TB, edit func(*Config)) *Backend {
+	t.Helper()
+	cfg := testConfig()
+	if edit != nil {
+		edit(cfg)
+	}
+	b, err := NewBackend(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if err := b.Close(ctx); err != nil {
+			t.Errorf("backend close: %v", err)
+		}
+	})
+	return b
+}
+
+// spawn starts a session whose close the test checks at its end: no
+// error, and the shell is gone.
+func spawn(t testing.TB, b *Backend, cwd string) *session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	ts, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-test", OwnerID: "owner-test", Cwd: cwd})
+	if err != nil {
+		t.Fatalf("spawn: %v", err)
+	}
+	s := ts.(*session)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if err := s.Close(ctx, "test over"); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if s.target.Shell.Alive() {
+			t.Errorf("shell %d still alive after close", s.pid)
+		}
+	})
+	return s
+}
+
+// sendOpts tunes one send.
+type sendOpts struct {
+	noSubmit bool
+	timeout  time.Duration
+	stream   bool
+}
+
+// run sends text and waits for the send to settle.
+func run(t testing.TB, s *session, text string, o sendOpts) terminal.SendResult {
+	t.Helper()
+	sn := start(t, s, text, o)
+	return wait(t, sn)
+}
+
+func start(t testing.TB, s *session, text string, o sendOpts) terminal.Send {
+	t.Helper()
+	sn, err := s.StartSend(context.Background(), terminal.SendRequest{
+		Text: text, Submit: !o.noSubmit, Timeout: o.timeout, Stream: o.stream,
+	})
+	if err != nil {
+		t.Fatalf("send %q: %v", text, err)
+	}
+	return sn
+}
+
+func wait(t testing.TB, sn terminal.Send) terminal.SendResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	res, err := sn.Wait(ctx)
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	return res
+}
+
+// mustPrompt runs text and requires it to settle on the prompt.
+func mustPrompt(t testing.TB, s *session, text string) terminal.SendResult {
+	t.Helper()
+	res := run(t, s, text, sendOpts{})
+	if res.Reason != terminal.WaitStdinRead || !res.Prompt || !strings.HasSuffix(res.Viewport, promptText) {
+		t.Fatalf("%q settled %s (prompt %v) with viewport %q, want stdin_read at the prompt", text, res.Reason, res.Prompt, res.Viewport)
+	}
+	return res
+}
+
+// awaitPrompt waits, with an empty send, for the shell to show its prompt
+// again, as a caller must after a signal before typing: the signal's
+// effect (a job dying, bash redrawing its prompt) takes a moment, and text
+// typed meanwhile would go to whoever still reads the terminal.
+func awaitPrompt(t testing.TB, s *session) {
+	t.Helper()
+	res := run(t, s, "", sendOpts{noSubmit: true})
+	if res.Reason != terminal.WaitStdinRead || !res.Prompt || !strings.HasSuffix(res.Viewport, promptText) {
+		t.Fatalf("waiting for the prompt: %s (prompt %v) %q", res.Reason, res.Prompt, res.Viewport)
+	}
+}
+
+// outputLines is the output of a settled send, without the echoed command
+// line and the prompt after it.
+func outputLines(vp string) []string {
+	lines := strings.Split(vp, "\n")
+	if len(lines) < 2 {
+		return nil
+	}
+	return lines[1 : len(lines)-1]
+}
+
+// awaitLine pulls output until a line equal to want arrives.
+func awaitLine(t testing.TB, sn terminal.Send, want string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	for {
+		text, err := sn.Output(ctx)
+		if err != nil {
+			t.Fatalf("waiting for line %q: %v", want, err)
+		}
+		for line := range strings.Lines(text) {
+			if strings.TrimSuffix(line, "\n") == want {
+				return
+			}
+		}
+	}
+}
+
+// drainOutput pulls every line of a send until io.EOF.
+func drainOutput(t testing.TB, sn terminal.Send) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	var b strings.Builder
+	for {
+		text, err := sn.Output(ctx)
+		if errors.Is(err, io.EOF) {
+			return b.String()
+		}
+		if err != nil {
+			t.Fatalf("output: %v", err)
+		}
+		b.WriteString(text)
+	}
+}
+
+// reportedPID finds the pid a command printed on a line of its own (bash
+// adds job notices such as "[1] 123" around it) and identifies that
+// process, so the test can tell later whether that very process is alive.
+func reportedPID(t testing.TB, viewport string) proc.Identity {
+	t.Helper()
+	lines := outputLines(viewport)
+	for i := len(lines) - 1; i >= 0; i-- {
+		pid, err := strconv.Atoi(lines[i])
+		if err != nil || pid <= 0 {
+			continue
+		}
+		id, err := proc.IdentityOf(pid)
+		if err != nil {
+			t.Fatalf("identify %d: %v", pid, err)
+		}
+		return id
+	}
+	t.Fatalf("no pid in %q", viewport)
+	return proc.Identity{}
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t testing.TB) int {
+	t.Helper()
+	names, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(names)
+}

@@ -1,0 +1,214 @@
+package terminalbash
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+)
+
+// ptyPair is a session's PTY: the master, which the session reads and
+// writes, and the slave, which the shell gets and which the session keeps
+// open too until it closes.
+//
+// Holding the slave means a read of the master never fails with EIO while
+// the session lives, even once every process of the session has closed its
+// terminal; the read loop therefore stays the session's clock until Close,
+// and the end of the shell is learnt from wait(2), never from the
+// terminal. It also gives the readiness probes a descriptor to poll and
+// flush without opening the device each time.
+type ptyPair struct {
+	master   *os.File
+	raw      syscall.RawConn
+	slave    *os.File
+	slaveRaw syscall.RawConn
+	// slavePath names the slave (/dev/pts/N) for the input-queue checks.
+	slavePath string
+	// slaveRdev is the slave's device number, which /proc reports as the
+	// terminal a process reads from.
+	slaveRdev uint64
+}
+
+// openTerminal allocates a PTY of the given size. Its master is in
+// non-blocking mode and registered with the runtime poller. creack/pty's
+// master has been switched to blocking mode by the time Open returns (its
+// ioctls go through os.File.Fd), which would make read deadlines and Close
+// unable to interrupt a read; so the master is re-opened on a duplicate
+// descriptor that is non-blocking from the start.
+func openTerminal(rows, cols int) (*ptyPair, error) {
+	m, slave, err := pty.Open()
+	if err != nil {
+		return nil, fmt.Errorf("open pty: %w", err)
+	}
+	fail := func(err error) (*ptyPair, error) {
+		m.Close()
+		slave.Close()
+		return nil, err
+	}
+	if err := pty.Setsize(m, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)}); err != nil {
+		return fail(fmt.Errorf("size pty: %w", err))
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(slave.Fd()), &st); err != nil {
+		return fail(fmt.Errorf("stat pty slave: %w", err))
+	}
+	fd, err := unix.FcntlInt(m.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fail(fmt.Errorf("dup pty master: %w", err))
+	}
+	m.Close()
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		slave.Close()
+		return nil, fmt.Errorf("pty master non-blocking: %w", err)
+	}
+	t := &ptyPair{master: os.NewFile(uintptr(fd), "/dev/ptmx"), slave: slave, slavePath: slave.Name(), slaveRdev: st.Rdev}
+	if t.raw, err = t.master.SyscallConn(); err == nil {
+		t.slaveRaw, err = slave.SyscallConn()
+	}
+	if err != nil {
+		t.close()
+		return nil, fmt.Errorf("pty: %w", err)
+	}
+	return t, nil
+}
+
+// close releases both ends; closing the master hangs the terminal up.
+func (t *ptyPair) close() {
+	t.master.Close()
+	t.slave.Close()
+}
+
+// startShell starts argv on the slave as a session leader with the slave as
+// its controlling terminal. With cgroupFD >= 0 the child is born inside that
+// cgroup (clone3 CLONE_INTO_CGROUP), so not even its first instructions run
+// outside it.
+func startShell(path string, args, env []string, dir string, slave *os.File, cgroupFD int) (*exec.Cmd, error) {
+	cmd := exec.Command(path, args...)
+	cmd.Env = env
+	cmd.Dir = dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if cgroupFD >= 0 {
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = cgroupFD
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// foreground returns the terminal's foreground process group.
+func (t *ptyPair) foreground() (int, error) {
+	var pgid int
+	var ioErr error
+	err := t.raw.Control(func(fd uintptr) {
+		pgid, ioErr = unix.IoctlGetInt(int(fd), unix.TIOCGPGRP)
+	})
+	if err == nil {
+		err = ioErr
+	}
+	if err == nil && pgid <= 0 {
+		err = fmt.Errorf("no foreground process group (%d)", pgid)
+	}
+	return pgid, err
+}
+
+// writeNow writes as much of p as the terminal accepts without blocking.
+func (t *ptyPair) writeNow(p []byte) (int, error) {
+	var n int
+	var ioErr error
+	err := t.raw.Control(func(fd uintptr) {
+		for n < len(p) {
+			m, err := unix.Write(int(fd), p[n:])
+			if err == unix.EINTR {
+				continue
+			}
+			if m > 0 {
+				n += m
+			}
+			if err != nil {
+				if err != unix.EAGAIN {
+					ioErr = err
+				}
+				return
+			}
+		}
+	})
+	if err == nil {
+		err = ioErr
+	}
+	return n, err
+}
+
+// readNow reads what is available without blocking. It reports done when
+// nothing is left (EAGAIN), or when the master is unusable (then with an
+// error). Reading the master when it has nothing buffered makes the kernel
+// finish moving data still in flight from the slave first, so done without
+// an error means that everything written to the slave before the call has
+// been returned.
+func (t *ptyPair) readNow(buf []byte) (n int, done bool, err error) {
+	var ioErr error
+	cerr := t.raw.Control(func(fd uintptr) {
+		for {
+			n, ioErr = unix.Read(int(fd), buf)
+			if ioErr != unix.EINTR {
+				return
+			}
+		}
+	})
+	switch {
+	case cerr != nil:
+		return 0, true, cerr
+	case ioErr == unix.EAGAIN:
+		return 0, true, nil
+	case ioErr != nil:
+		return 0, true, ioErr
+	case n == 0:
+		return 0, true, io.EOF
+	}
+	return n, false, nil
+}
+
+// landInput makes the kernel finish moving what was written to the master
+// into the slave's input queue. The hand-over runs as deferred work; a poll
+// on the slave that finds no input waits for it (n_tty_poll flushes the
+// pending buffer work), so afterwards the queue holds every byte written
+// before the call that nobody has read.
+func (t *ptyPair) landInput() error {
+	var pollErr error
+	err := t.slaveRaw.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			if _, pollErr = unix.Poll(fds, 0); pollErr != unix.EINTR {
+				return
+			}
+		}
+	})
+	if err == nil {
+		err = pollErr
+	}
+	return err
+}
+
+// flushInput discards input typed into the terminal that no program has
+// read yet, as the kernel does when ^C is typed: an interrupted command's
+// unread text must not run as the next command.
+func (t *ptyPair) flushInput() error {
+	var ioErr error
+	err := t.slaveRaw.Control(func(fd uintptr) {
+		ioErr = unix.IoctlSetInt(int(fd), unix.TCFLSH, unix.TCIFLUSH)
+	})
+	if err == nil {
+		err = ioErr
+	}
+	if err != nil {
+		return fmt.Errorf("flush %s input: %w", t.slavePath, err)
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package terminalbash
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+)
+
+// send is one send in flight. Its fields from out on are guarded by s.mu;
+// the ones before do not change.
+type send struct {
+	s *session
+	// startup marks the session's first wait for its prompt, which only the
+	// prompt itself, the shell's exit or the deadline can settle.
+	startup  bool
+	stream   bool
+	deadline time.Time
+
+	out     outBuf
+	settled bool
+	result  terminal.SendResult
+	// atPrompt: settling at the shell's controlled prompt (tier 0).
+	atPrompt bool
+	done     chan struct{} // closed when the send settles
+	// more wakes an Output call waiting for lines; capacity 1.
+	more chan struct{}
+	// stopWatch detaches the StartSend context's cancel hook.
+	stopWatch func() bool
+
+	// The send holds the session's slot until it has settled and neither
+	// its write nor its interrupt is still in progress.
+	writing          bool
+	interrupting     bool
+	interruptPending bool // Cancel arrived during the write: interrupt once it stops
+}
+
+func newSend(s *session, req terminal.SendRequest, deadline time.Time) *send {
+	return &send{
+		s:        s,
+		stream:   req.Stream,
+		deadline: deadline,
+		out:      outBuf{limit: s.cfg.maxRead, unbounded: req.Stream},
+		done:     make(chan struct{}),
+		more:     make(chan struct{}, 1),
+	}
+}
+
+// Output returns the complete lines produced since the previous call,
+// blocking until there are some, the send settles, or ctx ends. After the
+// send has settled it returns what is still pending (the same lines the
+// settled viewport starts with), then io.EOF.
+func (sn *send) Output(ctx context.Context) (string, error) {
+	s := sn.s
+	for {
+		s.mu.Lock()
+		if len(sn.out.data) > 0 {
+			text := sn.out.take()
+			stream := sn.stream && !sn.settled
+			s.mu.Unlock()
+			if stream {
+				// The read loop may be holding the terminal back for us.
+				select {
+				case s.resume <- struct{}{}:
+				default:
+				}
+			}
+			return text, nil
+		}
+		settled := sn.settled
+		s.mu.Unlock()
+		if settled {
+			return "", io.EOF
+		}
+		select {
+		case <-sn.more:
+		case <-sn.done:
+		case <-ctx.Done():
+			return "", context.Cause(ctx)
+		}
+	}
+}
+
+// Wait blocks until the send settles or ctx ends; ctx ending does not
+// affect the send.
+func (sn *send) Wait(ctx context.Context) (terminal.SendResult, error) {
+	select {
+	case <-sn.done:
+	case <-ctx.Done():
+		return terminal.SendResult{}, context.Cause(ctx)
+	}
+	sn.s.mu.Lock()
+	defer sn.s.mu.Unlock()
+	return sn.result, nil
+}
+
+// Cancel interrupts the foreground process group with a real SIGINT, after
+// discarding typed input nobody has read yet, as ^C does (see interrupt).
+// A write still in progress is abandoned first, so the interrupt never
+// lands in the middle of the text and the rest of the text is never typed
+// afterwards. Cancel does not wait for any of it: the interrupt runs on its
+// own, holding the send's slot, and the send keeps running until the
+// terminal settles.
+func (sn *send) Cancel() bool {
+	s := sn.s
+	s.mu.Lock()
+	switch {
+	case sn.settled:
+		s.mu.Unlock()
+		return false
+	case sn.interrupting || sn.interruptPending:
+		s.mu.Unlock()
+		return true
+	case sn.writing:
+		sn.interruptPending = true
+		s.term.master.SetWriteDeadline(time.Now())
+		s.mu.Unlock()
+		return true
+	}
+	sn.interrupting = true
+	s.workers.Add(1)
+	s.mu.Unlock()
+	go s.interrupt(sn)
+	return true
+}
+
+// inputBusy reports that the send's write or interrupt is still under way.
+// The terminal cannot be ready for the next send before they are over, so
+// the prompt and the stdin proof are not taken as readiness meanwhile (they
+// are looked at again when the write or interrupt ends); the silence bound
+// and the deadline still apply. Guarded by s.mu.
+func (sn *send) inputBusy() bool {
+	return sn.writing || sn.interrupting || sn.interruptPending
+}
+
+// notify wakes an Output call waiting for lines.
+func (sn *send) notify() {
+	select {
+	case sn.more <- struct{}{}:
+	default:
+	}
+}
+
+// viewport is the pending lines plus the partial line, cut to the newest
+// limit bytes, and whether output was lost on the way: dropped from a
+// bounded buffer, or cut from a viewport the caller cannot pull otherwise.
+// A streaming caller still pulls every pending line through Output, so a
+// cut viewport loses nothing for it.
+func (sn *send) viewport(partial string, limit int) (string, bool) {
+	if !sn.stream {
+		sn.out.trim()
+	}
+	full := string(sn.out.data) + partial
+	vp := tailString(full, limit)
+	return vp, sn.out.dropped || (len(vp) < len(full) && !sn.stream)
+}
+
+var _ terminal.Send = (*send)(nil)

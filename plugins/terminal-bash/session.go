@@ -1,0 +1,347 @@
+package terminalbash
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
+	"github.com/dshdev/dsh/plugins/terminal-bash/internal/screen"
+)
+
+// settings are the config values a session uses, resolved once.
+type settings struct {
+	rows, cols      int
+	maxRead         int
+	scrollLines     int
+	scrollBytes     int
+	idle            time.Duration
+	timeout         time.Duration
+	grace           time.Duration
+	probeMin        time.Duration
+	probeMax        time.Duration
+	trackerInterval time.Duration
+}
+
+// probeMin is the delay of the first stdin-proof check after a write or
+// output: too short to be noticed, long enough that a command printing in
+// bursts does not pay for a look into /proc after every burst.
+const probeMin = 5 * time.Millisecond
+
+func newSettings(c *Config) settings {
+	return settings{
+		rows:            c.Rows,
+		cols:            c.Cols,
+		maxRead:         c.MaxReadBytes,
+		scrollLines:     c.ScrollbackLines,
+		scrollBytes:     c.ScrollbackMaxBytes,
+		idle:            ms(c.IdleSilenceMs),
+		timeout:         ms(c.TimeoutMs),
+		grace:           ms(c.DisposeGraceMs),
+		probeMin:        min(probeMin, ms(c.StdinProbeMaxMs)),
+		probeMax:        ms(c.StdinProbeMaxMs),
+		trackerInterval: 250 * time.Millisecond,
+	}
+}
+
+// session is one bash on one PTY. See the package documentation for the
+// model; the invariants are:
+//   - only the read loop reads the master, and every decision that depends
+//     on output (all readiness tiers) is taken in the read loop;
+//   - everything below mu is guarded by it, and the master's read deadline
+//     is only changed under it (armLocked), so the deadline always matches
+//     the state;
+//   - a send holds the slot from StartSend until it has settled and its
+//     write and interrupt are over.
+type session struct {
+	id     string
+	cfg    settings
+	log    *slog.Logger
+	term   *ptyPair
+	cmd    *exec.Cmd
+	pid    int
+	target proc.Target
+	// forget removes the session from its backend once it is closed.
+	forget func(*session)
+
+	// Read loop only.
+	rbuf        []byte
+	pause       *time.Timer // bounds a backpressure pause; made on first use
+	lastTracked time.Time
+
+	resume   chan struct{} // capacity 1: a streaming caller pulled output
+	loopDone chan struct{}
+	waitDone chan struct{}
+	workers  sync.WaitGroup // writes and interrupts running on their own
+
+	mu           sync.Mutex
+	filter       *screen.Filter
+	segs         []screen.Segment
+	lines        screen.Lines
+	committed    []byte // scratch: the lines one chunk commits
+	scroll       *screen.Scrollback
+	partialStale bool // the scrollback's partial line lags behind lines
+	motd         string
+	status       terminal.Status
+	exitSeen     bool // Wait returned; output written before the exit may still be unread
+	exited       bool // the exit has been fully processed
+	eof          bool // the read loop has ended
+	closing      bool
+	closed       bool
+	masterClosed bool
+	closeCall    *closeCall
+	slot         *send // holds the one-send slot
+	live         *send // receives output and is judged by the readiness tiers
+	unclaimed    outBuf
+	ev           evidence
+	// lastOutput is when the terminal last printed, or when the live send
+	// started waiting if that is later: silence is counted from it.
+	lastOutput time.Time
+	nextProbe  time.Time
+	probeEvery time.Duration
+	armed      time.Time // the read deadline last set
+}
+
+func newSession(id string, cfg settings, log *slog.Logger, term *ptyPair) *session {
+	return &session{
+		id:        id,
+		cfg:       cfg,
+		log:       log,
+		term:      term,
+		rbuf:      make([]byte, 64<<10),
+		resume:    make(chan struct{}, 1),
+		loopDone:  make(chan struct{}),
+		waitDone:  make(chan struct{}),
+		filter:    screen.NewFilter(0),
+		lines:     screen.Lines{MaxLineBytes: cfg.maxRead},
+		scroll:    screen.NewScrollback(cfg.scrollLines, cfg.scrollBytes),
+		status:    terminal.Running,
+		unclaimed: outBuf{limit: cfg.maxRead},
+	}
+}
+
+// evidence is what the output since the last write says about the prompt.
+type evidence struct {
+	// marker: a prompt marker arrived.
+	marker bool
+	// matched counts the bytes of promptText on the last line since the
+	// latest marker; poisoned means that line holds something else.
+	matched  int
+	poisoned bool
+}
+
+func (e *evidence) sawMarker() { *e = evidence{marker: true} }
+
+// sawText follows the last line after the marker. Bash runs PROMPT_COMMAND
+// (the marker) before it reports finished jobs ("[1]+ Done ..."), so whole
+// lines may come between the marker and the prompt: each newline starts
+// the match again, and only the last line must be exactly the prompt.
+func (e *evidence) sawText(t string) {
+	if !e.marker {
+		return
+	}
+	if i := strings.LastIndexByte(t, '\n'); i >= 0 {
+		e.matched, e.poisoned = 0, false
+		t = t[i+1:]
+	}
+	if e.poisoned || t == "" {
+		return
+	}
+	if e.matched+len(t) > len(promptText) || promptText[e.matched:e.matched+len(t)] != t {
+		e.poisoned = true
+		return
+	}
+	e.matched += len(t)
+}
+
+func (e *evidence) poison() { e.poisoned = true }
+
+// atPrompt: since a marker, the output's last line is exactly the
+// controlled prompt.
+func (e *evidence) atPrompt() bool {
+	return e.marker && !e.poisoned && e.matched == len(promptText)
+}
+
+// Motd is the screen once the shell reached its first prompt.
+func (s *session) Motd() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.motd
+}
+
+// PID is the shell's process id.
+func (s *session) PID() int { return s.pid }
+
+// Status reports whether the shell is still running.
+func (s *session) Status() terminal.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+// StartSend writes the text and starts judging readiness. See
+// terminal.Session.
+func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (terminal.Send, error) {
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("terminal-bash: session %s: send not started: %w", s.id, context.Cause(ctx))
+	}
+	s.mu.Lock()
+	if err := s.usableLocked(); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	if sn := s.slot; sn != nil {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("terminal-bash: session %s: %w (%s)", s.id, terminal.ErrSendActive, sn.busyLocked())
+	}
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = s.cfg.timeout
+	}
+	now := time.Now()
+	sn := newSend(s, req, now.Add(timeout))
+	s.unclaimed.moveTo(&sn.out)
+	s.slot, s.live = sn, sn
+	input := req.Text
+	if req.Submit {
+		input += "\r"
+	}
+	if input != "" {
+		if err := s.writeLocked(sn, input, now); err != nil {
+			s.slot, s.live = nil, nil
+			sn.out.moveTo(&s.unclaimed)
+			s.mu.Unlock()
+			return nil, fmt.Errorf("terminal-bash: session %s: write: %w", s.id, err)
+		}
+	} else {
+		// "Wait again": what the terminal showed since the previous send
+		// settled still counts, so an idle shell answers at once; silence
+		// is counted afresh, so a busy one gets another silence bound.
+		s.lastOutput = now
+		s.probeEvery, s.nextProbe = s.cfg.probeMin, now.Add(s.cfg.probeMin)
+		s.checkPromptLocked()
+	}
+	if !sn.settled && ctx.Done() != nil {
+		sn.stopWatch = context.AfterFunc(ctx, func() { sn.Cancel() })
+	}
+	s.armLocked()
+	s.mu.Unlock()
+	return sn, nil
+}
+
+// usableLocked reports why no new send may start, if one may not.
+func (s *session) usableLocked() error {
+	switch {
+	case s.closing || s.closed:
+		return fmt.Errorf("terminal-bash: session %s: %w", s.id, terminal.ErrSessionClosing)
+	case s.exitSeen:
+		return fmt.Errorf("terminal-bash: session %s: %w (%s)", s.id, terminal.ErrSessionExited, s.status)
+	}
+	return nil
+}
+
+// busyLocked says what keeps a send in the slot.
+func (sn *send) busyLocked() string {
+	switch {
+	case !sn.settled:
+		return "a send is live"
+	case sn.writing:
+		return "draining the previous send's write"
+	default:
+		return "draining the previous send's interrupt"
+	}
+}
+
+// Read returns a page of scrollback, counted back from the newest line.
+func (s *session) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
+	count := req.Count
+	if count == 0 {
+		count = defaultReadCount
+	}
+	s.mu.Lock()
+	s.syncPartialLocked()
+	page, err := s.scroll.Read(req.Offset, count, s.cfg.maxRead)
+	s.mu.Unlock()
+	if err != nil {
+		return terminal.ReadResult{}, fmt.Errorf("terminal-bash: session %s: %w", s.id, err)
+	}
+	return terminal.ReadResult{
+		Text:       page.Text,
+		TotalLines: page.TotalLines,
+		LineBegin:  page.LineBegin,
+		LineEnd:    page.LineEnd,
+		Truncated:  page.Truncated,
+	}, nil
+}
+
+// defaultReadCount is the page size of a Read that does not ask for one.
+const defaultReadCount = 500
+
+// signals are the signals a caller may send to the foreground group.
+var signals = map[terminal.Signal]unix.Signal{
+	terminal.SIGINT:  unix.SIGINT,
+	terminal.SIGTERM: unix.SIGTERM,
+	terminal.SIGKILL: unix.SIGKILL,
+	terminal.SIGTSTP: unix.SIGTSTP,
+	terminal.SIGHUP:  unix.SIGHUP,
+}
+
+// Signal delivers sig to the terminal's foreground process group.
+func (s *session) Signal(ctx context.Context, sig terminal.Signal) (terminal.SignalResult, error) {
+	usig, ok := signals[sig]
+	if !ok {
+		return terminal.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w: %q", s.id, terminal.ErrUnsupportedSignal, sig)
+	}
+	if err := ctx.Err(); err != nil {
+		return terminal.SignalResult{}, fmt.Errorf("terminal-bash: session %s: signal: %w", s.id, context.Cause(ctx))
+	}
+	s.mu.Lock()
+	err := s.usableLocked()
+	s.mu.Unlock()
+	if err != nil {
+		return terminal.SignalResult{}, err
+	}
+	if usig == unix.SIGINT {
+		// An interrupt for bash itself lands cleanly only once it blocks.
+		s.awaitShellBlocked(ctx.Done())
+	}
+	pgid, err := s.term.foreground()
+	if err != nil {
+		return terminal.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w: %v", s.id, terminal.ErrNoForeground, err)
+	}
+	if usig == unix.SIGKILL && pgid == s.pid {
+		return terminal.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w", s.id, terminal.ErrRefuseKillShell)
+	}
+	s.mu.Lock()
+	s.boundaryLocked(time.Now())
+	s.armLocked()
+	s.mu.Unlock()
+	if err := s.signalGroup(pgid, usig); err != nil {
+		return terminal.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w", s.id, err)
+	}
+	return terminal.SignalResult{TargetPGID: pgid}, nil
+}
+
+// signalGroup signals process group pgid if it is still the terminal's
+// foreground group. The kernel keeps only groups of the terminal's own
+// session in the foreground, so the check narrows the window in which the
+// group could have ended and its id been reused elsewhere to the time
+// between two system calls.
+func (s *session) signalGroup(pgid int, sig unix.Signal) error {
+	if now, err := s.term.foreground(); err != nil || now != pgid {
+		return fmt.Errorf("%w: foreground group changed while signalling", terminal.ErrNoForeground)
+	}
+	if err := unix.Kill(-pgid, sig); err != nil && err != unix.ESRCH {
+		return fmt.Errorf("signal %v to group %d: %w", sig, pgid, err)
+	}
+	return nil
+}
+
+var _ terminal.Session = (*session)(nil)
