@@ -1,0 +1,59 @@
+package bashtool
+
+import (
+	"strings"
+
+	"github.com/dshdev/dsh/host"
+)
+
+// DefaultDescription is the tool description the model sees unless a
+// deployment overrides it.
+const DefaultDescription = "Run commands in a persistent bash shell. State, including the current directory and exported environment variables, persists across calls for this agent."
+
+// Config configures the bash tool.
+type Config struct {
+	// BackendType is the terminals backend each owner's shell runs on.
+	BackendType string `json:"backendType"`
+	// TimeoutMs bounds one whole call in milliseconds, including starting the
+	// owner's shell. A call that runs longer returns its partial output and
+	// the shell is reset.
+	TimeoutMs int `json:"timeoutMs"`
+	// MaxOutputChars bounds the output shown to the model, in characters
+	// (Unicode code points). Longer output keeps its beginning and its end;
+	// the whole output is saved to a file named in the result.
+	MaxOutputChars int `json:"maxOutputChars"`
+	// Description is the tool description the model sees.
+	Description string `json:"description"`
+	// OutputDir is where each owner's directory of full outputs is created;
+	// empty means the system temporary directory. Owners' directories are
+	// removed when the owner closes.
+	OutputDir string `json:"outputDir,omitempty"`
+}
+
+// DefaultConfig returns the configuration used when a deployment sets none.
+func DefaultConfig() *Config {
+	return &Config{
+		BackendType:    "shell",
+		TimeoutMs:      300000,
+		MaxOutputChars: 16000,
+		Description:    DefaultDescription,
+	}
+}
+
+// maxTimeoutMs keeps a timeout representable as a time.Duration and sane.
+const maxTimeoutMs = 1 << 31
+
+// Validate reports the first invalid field, in the original's wording.
+func (c *Config) Validate() error {
+	switch {
+	case strings.TrimSpace(c.BackendType) == "":
+		return host.FieldErrorf("backendType", "tool-bash-persistent: backendType must be non-empty")
+	case c.TimeoutMs <= 0 || c.TimeoutMs > maxTimeoutMs:
+		return host.FieldErrorf("timeoutMs", "tool-bash-persistent: timeoutMs must be a positive safe integer")
+	case c.MaxOutputChars <= 0:
+		return host.FieldErrorf("maxOutputChars", "tool-bash-persistent: maxOutputChars must be a positive safe integer")
+	case strings.TrimSpace(c.Description) == "":
+		return host.FieldErrorf("description", "tool-bash-persistent: description must be non-empty")
+	}
+	return nil
+}

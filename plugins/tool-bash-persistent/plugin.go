@@ -1,0 +1,213 @@
+package bashtool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/plugins/terminal"
+)
+
+// PluginName is the plugin's registered name.
+const PluginName = "tool-bash-persistent"
+
+// ToolName is the name the model calls.
+const ToolName = "bash"
+
+func init() {
+	host.Register(host.Plugin{
+		Name:    PluginName,
+		Summary: "the bash tool: one persistent shell per agent, on a terminals backend",
+		Inject:  []string{host.ToolsKey, terminal.ServiceKey},
+		Config:  func() any { return DefaultConfig() },
+		Apply:   host.Typed(apply),
+	})
+}
+
+// Args are the bash tool's arguments.
+type Args struct {
+	// The bash command to run. Relative path is preferred in the command.
+	Command string `json:"command"`
+}
+
+var (
+	errEmptyCommand = errors.New("command must be a non-empty string")
+	errNULCommand   = errors.New("command contains a NUL byte, which bash cannot run")
+	errTimedOut     = errors.New("persistent bash command timed out")
+	errUnloaded     = errors.New("tool-bash-persistent was unloaded")
+	errOwnerClosed  = errors.New("the agent's session closed")
+)
+
+// plugin is one loaded instance of the tool.
+type plugin struct {
+	cfg      *Config
+	terms    *terminal.Service
+	lifetime context.Context
+	logger   *slog.Logger
+
+	mu       sync.Mutex
+	closed   bool
+	owners   map[*host.Owner]*ownerState
+	inflight sync.WaitGroup
+}
+
+// ownerState is what the tool keeps per owner. Fields after queue are used
+// only by the call holding the queue.
+type ownerState struct {
+	owner  *host.Owner
+	remove func() // the owner-close hook
+	queue  fifo
+
+	shellID   string // "" when the owner has no shell
+	needsInit bool   // the shell must run initScript before the next command
+	outDir    string // created on first use, for full outputs and long commands
+	outSeq    int
+}
+
+func apply(pctx *host.Context, cfg *Config) error {
+	tools, err := host.Service[*host.Tools](pctx, host.ToolsKey)
+	if err != nil {
+		return err
+	}
+	terms, err := host.Service[*terminal.Service](pctx, terminal.ServiceKey)
+	if err != nil {
+		return err
+	}
+	p := &plugin{
+		cfg:      cfg,
+		terms:    terms,
+		lifetime: pctx.Lifetime(),
+		logger:   pctx.Logger(),
+		owners:   make(map[*host.Owner]*ownerState),
+	}
+	tool, err := host.NewTool(ToolName, cfg.Description, p.call)
+	if err != nil {
+		return err
+	}
+	unregister, err := tools.Register(tool)
+	if err != nil {
+		return err
+	}
+	// Cleanups run in reverse: the tool disappears first, then the shells.
+	pctx.Defer(p.close)
+	pctx.Defer(func(context.Context) error { unregister(); return nil })
+	return nil
+}
+
+// ownerState returns (creating on first use) the state of owner.
+func (p *plugin) ownerState(owner *host.Owner) (*ownerState, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errUnloaded
+	}
+	if st, ok := p.owners[owner]; ok {
+		return st, nil
+	}
+	st := &ownerState{owner: owner}
+	remove, err := owner.Defer(func(ctx context.Context) error {
+		p.mu.Lock()
+		delete(p.owners, owner)
+		p.mu.Unlock()
+		// The terminals service closes the owner's sessions itself (its hook
+		// runs first), which ends a call still running; wait for it before
+		// touching the state it uses.
+		if err := st.queue.acquire(ctx); err != nil {
+			return fmt.Errorf("owner %q: waiting for its bash call: %w", owner.ID(), err)
+		}
+		defer st.queue.release()
+		return st.removeOutputs()
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.remove = remove
+	p.owners[owner] = st
+	return st, nil
+}
+
+// close runs when the plugin unloads: in-flight calls have seen the
+// lifetime end; wait for them, then close every shell and remove every
+// output directory.
+func (p *plugin) close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closed = true
+	owners := make([]*ownerState, 0, len(p.owners))
+	for _, st := range p.owners {
+		owners = append(owners, st)
+	}
+	p.owners = nil
+	p.mu.Unlock()
+	p.inflight.Wait()
+	var errs []error
+	for _, st := range owners {
+		st.remove()
+		if st.shellID != "" {
+			if _, err := p.terms.Kill(ctx, st.owner, st.shellID, "tool-bash-persistent disposed"); err != nil && !errors.Is(err, terminal.ErrNoSession) {
+				errs = append(errs, fmt.Errorf("close shell of owner %q: %w", st.owner.ID(), err))
+			}
+			st.shellID = ""
+		}
+		if err := st.removeOutputs(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dir returns the owner's private directory, creating it on first use.
+func (st *ownerState) dir(base string) (string, error) {
+	if st.outDir == "" {
+		dir, err := os.MkdirTemp(base, "dsh-output-")
+		if err != nil {
+			return "", fmt.Errorf("create output directory: %w", err)
+		}
+		st.outDir = dir
+	}
+	return st.outDir, nil
+}
+
+// writeCommand stores a command too long to type, for the shell to read.
+func (st *ownerState) writeCommand(base, id, command string) (path string, remove func(), err error) {
+	dir, err := st.dir(base)
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(dir, "command-"+id+".sh")
+	if err := os.WriteFile(path, []byte(command), 0o600); err != nil {
+		return "", nil, fmt.Errorf("store the command: %w", err)
+	}
+	return path, func() { os.Remove(path) }, nil
+}
+
+// openOutput creates the file that receives one call's full output.
+func (st *ownerState) openOutput(base string) (io.WriteCloser, string, error) {
+	if _, err := st.dir(base); err != nil {
+		return nil, "", err
+	}
+	st.outSeq++
+	path := filepath.Join(st.outDir, fmt.Sprintf("output-%d.txt", st.outSeq))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, "", fmt.Errorf("create output file: %w", err)
+	}
+	return f, path, nil
+}
+
+func (st *ownerState) removeOutputs() error {
+	if st.outDir == "" {
+		return nil
+	}
+	dir := st.outDir
+	st.outDir = ""
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove output directory of owner %q: %w", st.owner.ID(), err)
+	}
+	return nil
+}
