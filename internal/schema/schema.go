@@ -21,7 +21,10 @@ func Reflect(v any, defaults any) (json.RawMessage, error) {
 		CommentMap:     comments,
 	}
 	s := r.Reflect(v)
-	s.Version = "" // "$schema" only costs the model tokens.
+	// "$schema" and the type's own doc comment only cost the model tokens;
+	// the tool or plugin description says what the object is for.
+	s.Version = ""
+	s.Description = ""
 	if s.Type != "object" {
 		return nil, fmt.Errorf("schema: %T does not reflect to an object", v)
 	}

@@ -1,0 +1,495 @@
+package main
+
+// End-to-end tests: the real dsh binary, its embedded default deployment and
+// the real bash tool, driven by real MCP clients over stdio and HTTP and by
+// a pipe into `dsh repl`.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// built is the dsh binary of the end-to-end tests, built once per run.
+var built struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// dshBinary builds dsh and checks that its default deployment has the bash
+// tool.
+func dshBinary(t testing.TB) string {
+	t.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "dsh-e2e-"); built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "dsh")
+		out, err := exec.Command("go", "build", "-o", built.path, ".").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build: %w\n%s", err, out)
+			return
+		}
+		out, err = exec.Command(built.path, "tools", "--json").Output()
+		if err != nil {
+			built.err = fmt.Errorf("dsh tools: %w", err)
+			return
+		}
+		var tools []struct{ Name string }
+		if err := json.Unmarshal(out, &tools); err != nil {
+			built.err = fmt.Errorf("dsh tools --json: %w", err)
+			return
+		}
+		if !slices.ContainsFunc(tools, func(t struct{ Name string }) bool { return t.Name == "bash" }) {
+			built.err = fmt.Errorf("the default deployment has no bash tool (yet?); dsh tools lists %v", tools)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
+}
+
+func newE2EClient() *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "dsh-e2e", Version: "v0"}, nil)
+}
+
+// bash runs one bash call and returns its text.
+func bash(t testing.TB, cs *mcp.ClientSession, command string) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": command}})
+	if err != nil {
+		t.Fatalf("bash %q: %v", command, err)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("bash %q: %d content blocks, want 1", command, len(res.Content))
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("bash %q: content is %T, want text", command, res.Content[0])
+	}
+	return tc.Text, res.IsError
+}
+
+// bashPid runs `echo $$` and returns the shell's pid.
+func bashPid(t testing.TB, cs *mcp.ClientSession) int {
+	t.Helper()
+	text, _ := bash(t, cs, "echo $$")
+	pid, err := strconv.Atoi(strings.TrimSpace(text))
+	if err != nil {
+		t.Fatalf("echo $$: %q", text)
+	}
+	return pid
+}
+
+// assertGone fails for every pid that is still alive. A zombie is dead: a
+// killed grandchild of dsh is reparented to init, which reaps it in its own
+// time.
+func assertGone(t *testing.T, pids ...int) {
+	t.Helper()
+	for _, pid := range pids {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Errorf("process %d: %v", pid, err)
+			continue
+		}
+		// The state follows the command name, which is in parentheses.
+		if _, rest, ok := strings.Cut(string(stat), ") "); ok && strings.HasPrefix(rest, "Z") {
+			continue
+		}
+		t.Errorf("process %d is still running after dsh exited: %s", pid, stat)
+	}
+}
+
+// fifo makes a named pipe a command can write to, so a test learns that the
+// command is running without polling.
+func fifo(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "started")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// readPid blocks until a command writes its pid into the fifo.
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	got := make(chan string, 1)
+	go func() {
+		b, _ := os.ReadFile(path)
+		got <- string(b)
+	}()
+	s := recv(t, got, "the command to start")
+	pid, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		t.Fatalf("fifo: %q", s)
+	}
+	return pid
+}
+
+// sleeper is a command that reports its pid to the fifo and then sleeps
+// until it is killed.
+func sleeper(fifo string) string {
+	return fmt.Sprintf(`sh -c 'echo $$ > %s; exec sleep 1000'`, fifo)
+}
+
+// startStdio starts `dsh serve` as an MCP client would.
+func startStdio(t *testing.T, args ...string) (*mcp.ClientSession, *exec.Cmd, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(dshBinary(t), append([]string{"serve"}, args...)...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	// A long grace: a dsh that ignored EOF would show up as a timeout
+	// below, not be hidden by the transport's SIGTERM.
+	cs, err := newE2EClient().Connect(t.Context(), &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * deadline}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v (stderr %q)", err, stderr.String())
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("dsh stderr:\n%s", stderr.String())
+		}
+	})
+	return cs, cmd, stderr
+}
+
+// closeAndWait closes the client (stdin EOF) and waits for dsh to exit 0.
+func closeAndWait(t *testing.T, cs *mcp.ClientSession, cmd *exec.Cmd) {
+	t.Helper()
+	closed := make(chan error, 1)
+	go func() { closed <- cs.Close() }()
+	if err := recv(t, closed, "dsh to exit after stdin EOF"); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("dsh exited with %d", code)
+	}
+}
+
+func TestE2EStdio(t *testing.T) {
+	dir := t.TempDir()
+	cs, cmd, _ := startStdio(t, "--workdir", dir)
+
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(tools.Tools, func(tool *mcp.Tool) bool { return tool.Name == "bash" })
+	if i < 0 {
+		t.Fatalf("tools/list has no bash: %+v", tools.Tools)
+	}
+	schema, _ := json.Marshal(tools.Tools[i].InputSchema)
+	if !strings.Contains(string(schema), `"command"`) || tools.Tools[i].Description == "" {
+		t.Fatalf("bash tool: description %q, schema %s", tools.Tools[i].Description, schema)
+	}
+
+	// Persistence: cwd, variables and the shell itself carry across calls.
+	pid := bashPid(t, cs)
+	if text, isErr := bash(t, cs, "mkdir -p sub && cd sub && export X=42"); isErr {
+		t.Fatalf("cd: %q", text)
+	}
+	if text, _ := bash(t, cs, "pwd; echo $X; echo $$"); text != fmt.Sprintf("%s/sub\n42\n%d", dir, pid) {
+		t.Fatalf("state was not kept: %q", text)
+	}
+	// Bash adds job notices ("[1] PID") around the output of a job.
+	bg, _ := bash(t, cs, `sleep 1000 & echo "bg=$!"`)
+	m := regexp.MustCompile(`(?m)^bg=(\d+)$`).FindStringSubmatch(bg)
+	if m == nil {
+		t.Fatalf("background job: %q", bg)
+	}
+	bgPid, _ := strconv.Atoi(m[1])
+
+	// A failure is a result, not a protocol error.
+	if text, isErr := bash(t, cs, ""); !isErr || text == "" {
+		t.Fatalf("empty command: %q (isError %v), want an error result", text, isErr)
+	}
+
+	// The client's cancellation stops the running command.
+	started := fifo(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": sleeper(started)}})
+		errc <- err
+	}()
+	sleepPid := readPid(t, started)
+	cancel()
+	if err := recv(t, errc, "the cancelled call to return"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	if text, _ := bash(t, cs, "echo after"); !strings.HasSuffix(text, "after") {
+		t.Fatalf("after cancel: %q", text)
+	}
+	newPid := bashPid(t, cs)
+
+	closeAndWait(t, cs, cmd)
+	assertGone(t, pid, bgPid, sleepPid, newPid)
+}
+
+func TestE2EStdioSignals(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cs, cmd, stderr := startStdio(t)
+			pid := bashPid(t, cs)
+			// Mid-call, so shutdown has a running command to stop.
+			started := fifo(t)
+			go cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": sleeper(started)}})
+			sleepPid := readPid(t, started)
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			waited := make(chan error, 1)
+			go func() { waited <- cs.Wait() }()
+			recv(t, waited, "dsh to close the session")
+			closeAndWait(t, cs, cmd)
+			assertGone(t, pid, sleepPid)
+			if s := stderr.String(); s != "" {
+				t.Errorf("stderr: %q", s)
+			}
+		})
+	}
+}
+
+func TestE2EStdioEOFMidCall(t *testing.T) {
+	// The pipes by hand, not CommandTransport: a vanishing client does not
+	// wait for its calls before its stdin closes.
+	cmd := exec.Command(dshBinary(t), "serve")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	cs, err := newE2EClient().Connect(t.Context(), &mcp.IOTransport{Reader: stdout, Writer: stdin}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := bashPid(t, cs)
+	started := fifo(t)
+	go cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": sleeper(started)}})
+	sleepPid := readPid(t, started)
+	stdin.Close()
+	if err := recv(t, exited, "dsh to exit at stdin EOF"); err != nil {
+		t.Fatalf("dsh: %v (stderr %q)", err, stderr.String())
+	}
+	cs.Close()
+	assertGone(t, pid, sleepPid)
+}
+
+// httpDsh is `dsh serve --http` on a free local port.
+type httpDsh struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *syncBuffer
+	exited chan error
+	client *http.Client
+}
+
+var servingLine = regexp.MustCompile(`^dsh: serving MCP \(streamable HTTP\) at (http://\S+/mcp)$`)
+
+func startHTTP(t testing.TB, args ...string) *httpDsh {
+	t.Helper()
+	cmd := exec.Command(dshBinary(t), append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := &httpDsh{cmd: cmd, stderr: &syncBuffer{}, exited: make(chan error, 1), client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1000}}}
+	br := bufio.NewReader(pipe)
+	first, err := br.ReadString('\n')
+	m := servingLine.FindStringSubmatch(strings.TrimSuffix(first, "\n"))
+	if m == nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("first stderr line %q (%v), want the serving address", first, err)
+	}
+	d.url = m[1]
+	go func() {
+		io.Copy(d.stderr, br)
+		d.exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		d.client.CloseIdleConnections()
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-d.exited
+		}
+		if t.Failed() {
+			t.Logf("dsh stderr:\n%s", d.stderr.String())
+		}
+	})
+	return d
+}
+
+func (d *httpDsh) connect(t testing.TB) *mcp.ClientSession {
+	t.Helper()
+	cs, err := newE2EClient().Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: d.url, HTTPClient: d.client}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	return cs
+}
+
+// stop sends sig and waits for a clean exit.
+func (d *httpDsh) stop(t testing.TB, sig os.Signal) {
+	t.Helper()
+	if err := d.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, d.exited, "dsh to exit"); err != nil {
+		t.Fatalf("dsh: %v", err)
+	}
+}
+
+func TestE2EHTTPSessionsAreIsolated(t *testing.T) {
+	dir := t.TempDir()
+	d := startHTTP(t, "--workdir", dir)
+	a := d.connect(t)
+	b := d.connect(t)
+	pidA, _ := bash(t, a, "cd / && export X=a && echo $$")
+	pidB, _ := bash(t, b, "echo $$")
+	if pidA == pidB {
+		t.Fatalf("both sessions got shell %s", pidA)
+	}
+	if text, _ := bash(t, b, `echo "[$X]"; pwd`); text != "[]\n"+dir {
+		t.Fatalf("session b sees session a's shell: %q", text)
+	}
+	if text, _ := bash(t, a, "echo $X; pwd; echo $$"); text != "a\n/\n"+pidA {
+		t.Fatalf("session a lost its state: %q", text)
+	}
+	// Ending a session (DELETE) closes its shell and only that one.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := strconv.Atoi(pidB)
+	assertGone(t, pb)
+	if text, _ := bash(t, a, "echo $$"); text != pidA {
+		t.Fatalf("session a's shell changed: %q, want %s", text, pidA)
+	}
+	// SIGTERM with a session open: exit 0, no shell left.
+	started := fifo(t)
+	go a.CallTool(t.Context(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": sleeper(started)}})
+	sleepPid := readPid(t, started)
+	d.stop(t, syscall.SIGTERM)
+	a.Close()
+	pa, _ := strconv.Atoi(pidA)
+	assertGone(t, pa, sleepPid)
+}
+
+func TestE2EHTTPClientVanishesMidCall(t *testing.T) {
+	d := startHTTP(t)
+	cs := d.connect(t)
+	defer cs.Close()
+	pid := bashPid(t, cs)
+	// A raw POST, as any client sends it, dropped mid-call: no
+	// notifications/cancelled, the connection just goes.
+	started := fifo(t)
+	body, err := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": "vanishing", "method": "tools/call",
+		"params": map[string]any{"name": "bash", "arguments": map[string]any{"command": sleeper(started)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+	posted := make(chan error, 1)
+	go func() {
+		resp, err := d.client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		posted <- err
+	}()
+	sleepPid := readPid(t, started)
+	cancel()
+	recv(t, posted, "the POST to end")
+	// The owner's calls run in order: this one runs once the dropped call
+	// has stopped its command (resetting the shell).
+	if text, _ := bash(t, cs, "echo next"); !strings.HasSuffix(text, "next") {
+		t.Fatalf("after the dropped call: %q", text)
+	}
+	assertGone(t, sleepPid, pid)
+	d.stop(t, syscall.SIGTERM)
+}
+
+func TestE2ERepl(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(dshBinary(t), "repl", "--workdir", dir)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	started := fifo(t)
+	fmt.Fprintf(stdin, "export X=42; echo $$\necho x=$X; pwd\n%s\n", sleeper(started))
+	sleepPid := readPid(t, started)
+	// Ctrl-C cancels the running call (and resets the shell).
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(stdin, "echo after; echo $$\n")
+	stdin.Close()
+	if err := recv(t, exited, "the REPL to exit at EOF"); err != nil {
+		t.Fatalf("repl: %v (stderr %q)", err, stderr.String())
+	}
+	out := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	if len(out) < 5 || out[1] != "x=42" || out[2] != dir || out[len(out)-2] != "after" {
+		t.Fatalf("stdout %q", stdout.String())
+	}
+	status := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	if len(status) != 4 || !statusLine.MatchString(status[0]) || !strings.HasSuffix(status[2], ", error]") || strings.HasSuffix(status[3], ", error]") {
+		t.Fatalf("stderr %q: want 4 status lines, the third an error", stderr.String())
+	}
+	pid1, _ := strconv.Atoi(out[0])
+	pid2, _ := strconv.Atoi(out[len(out)-1])
+	assertGone(t, pid1, pid2, sleepPid)
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/dshdev/dsh/internal/mcpfront"
+)
+
+func init() {
+	commands = append(commands, serveCommand, replCommand)
+}
+
+// shutdownTimeout bounds closing every owner, shell and plugin once serve or
+// repl has been told to stop.
+const shutdownTimeout = 10 * time.Second
+
+func serveCommand(g *globals) *cobra.Command {
+	var (
+		workdir     string
+		addr        string
+		idleTimeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve every tool over MCP (stdio, or streamable HTTP with --http)",
+		Long: `serve puts every tool of the deployment in front of MCP clients, with its
+name, description and input schema. By default it speaks MCP over
+stdin/stdout, for a client that starts dsh itself; with --http it serves
+streamable HTTP at /mcp on ADDR.
+
+One MCP session is one owner: its own shell, started in --workdir, closed
+when the session ends (stdin EOF; over HTTP a DELETE or --idle-timeout).
+Stdin EOF, SIGINT or SIGTERM closes every shell and exits 0. Logs go to
+stderr, never to stdout.`,
+		Example: `  dsh serve
+  dsh serve --workdir ~/project
+  dsh serve --http 127.0.0.1:8080`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			wd, err := resolveWorkdir(workdir)
+			if err != nil {
+				return err
+			}
+			if addr == "" && cmd.Flags().Changed("idle-timeout") {
+				return usageError{errors.New("--idle-timeout needs --http (a stdio session ends with its client)")}
+			}
+			if idleTimeout < 0 {
+				return usageError{fmt.Errorf("--idle-timeout %s: must not be negative", idleTimeout)}
+			}
+			var ln net.Listener
+			if addr != "" {
+				if _, _, err := net.SplitHostPort(addr); err != nil {
+					return usageError{fmt.Errorf("--http %q: want host:port: %w", addr, err)}
+				}
+				// Listen before loading: a taken port fails fast, with
+				// no plugin started.
+				if ln, err = net.Listen("tcp", addr); err != nil {
+					return fmt.Errorf("--http: %w", err)
+				}
+				defer ln.Close()
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			h, err := g.loadHost(ctx)
+			if err != nil {
+				return err
+			}
+			front := mcpfront.New(h, mcpfront.Options{Workdir: wd, Logger: h.Logger(), Version: versionString()})
+			if ln == nil {
+				err = serveStdio(ctx, g, front)
+			} else {
+				err = serveHTTP(ctx, g, front, ln, idleTimeout, h.Logger())
+			}
+			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+			defer cancel()
+			return errors.Join(err, front.Close(closeCtx), h.Close(closeCtx))
+		},
+	}
+	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "every session's workspace, where its shell starts (default: the current directory)")
+	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP at /mcp on this host:port instead of stdio")
+	cmd.Flags().DurationVar(&idleTimeout, "idle-timeout", time.Hour, "with --http: close a session and its shell after this long without a request (0: never)")
+	return cmd
+}
+
+// serveStdio serves one session on the command's stdin and stdout, until
+// stdin ends or ctx is done.
+func serveStdio(ctx context.Context, g *globals, front *mcpfront.Front) error {
+	in, ok := g.stdin.(io.ReadCloser)
+	if !ok {
+		in = io.NopCloser(g.stdin)
+	}
+	return front.Serve(ctx, &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{g.stdout}})
+}
+
+// nopWriteCloser keeps the session's end from closing stdout.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// serveHTTP serves streamable HTTP on ln until ctx is done.
+func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Listener, idle time.Duration, logger *slog.Logger) error {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", front.Handler(mcpfront.HTTPOptions{IdleTimeout: idle}))
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	// Not a log record: the one line a person needs, at any --log-level.
+	fmt.Fprintf(g.stderr, "dsh: serving MCP (streamable HTTP) at http://%s/mcp\n", ln.Addr())
+	select {
+	case err := <-served:
+		return fmt.Errorf("http: %w", err)
+	case <-ctx.Done():
+	}
+	// Shutdown stops accepting and waits for the running requests, but
+	// the sessions' SSE streams and calls end only when the front closes
+	// them; so both run together.
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	var shutdownErr, closeErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { shutdownErr = srv.Shutdown(closeCtx) })
+	wg.Go(func() { closeErr = front.Close(closeCtx) })
+	wg.Wait()
+	if shutdownErr != nil {
+		srv.Close()
+	}
+	<-served // http.ErrServerClosed
+	return errors.Join(closeErr, shutdownErr)
+}
+
+// resolveWorkdir checks a --workdir flag; empty means the current directory.
+func resolveWorkdir(dir string) (string, error) {
+	if dir == "" {
+		return os.Getwd()
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", usageError{fmt.Errorf("--workdir %q is not a directory", dir)}
+	}
+	return dir, nil
+}

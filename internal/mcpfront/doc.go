@@ -1,0 +1,74 @@
+// Package mcpfront puts a host's tools in front of MCP clients, using the
+// official Go SDK (github.com/modelcontextprotocol/go-sdk). A Front is one
+// *mcp.Server whose tools are the host's tools service at the time New runs:
+// each tool keeps its name, description and input schema exactly (the schema
+// is passed through as raw JSON; the SDK never infers one), and every call is
+// routed to host.Tools.Call.
+//
+// # Sessions and owners
+//
+// One MCP session is one owner: its own workspace scope and so its own
+// shell. The owner is created lazily, by the session's first tools/call, so
+// sessions that never call a tool (a discovery probe, a client that only
+// lists tools) cost nothing. Its id is "mcp-" followed by the SDK's session
+// id when the transport has one (streamable HTTP: the Mcp-Session-Id), and a
+// random id otherwise (stdio and in-memory sessions have none). Every owner
+// works in Options.Workdir.
+//
+// The owner is closed when its session ends, which closes its shell:
+//
+//   - stdio: the client closes stdin (EOF) or the Serve context is done;
+//   - streamable HTTP: the client sends DELETE, the session has been idle for
+//     HTTPOptions.IdleTimeout, or the front closes.
+//
+// A watcher goroutine per owner waits on ServerSession.Wait and closes the
+// owner when it returns; Serve also closes its session's owner before it
+// returns, so a stdio server has nothing left running once Serve is done.
+//
+// # Protocol versions
+//
+// go-sdk v1.8.0 speaks 2024-11-05 through 2025-11-25 with the initialize
+// handshake, and 2026-07-28 (SEP-2575) without one. Over stdio and in-memory
+// transports both work the same way here: one connection is one
+// ServerSession, whatever the version. Over streamable HTTP the SDK serves
+// 2026-07-28 only in Stateless mode, where every request gets a throwaway
+// session, which cannot hold a shell across calls. The HTTP handler therefore
+// runs stateful: a client that probes with server/discover at 2026-07-28 is
+// offered only the legacy versions (the SDK filters them by transport), and
+// falls back to initialize at 2025-11-25, which gives it a real session with
+// an Mcp-Session-Id. The go-sdk v1.8.0 client does exactly that (see the
+// HTTP tests), and the MCP Inspector 2.12.0 (TypeScript SDK) gets a session
+// too (scripts/inspector-check.sh). The discovery probe's own session is
+// closed by the SDK at once and never gets an owner.
+//
+// # Cancellation
+//
+// A call runs with the request's context, so a notifications/cancelled from
+// the client cancels it (the tool then resets that owner's shell, per its
+// contract). The call's context is also cancelled when:
+//
+//   - its owner starts closing (the session ended, or the front is closing);
+//   - over HTTP, the POST that carried the call goes away before it was
+//     answered (the client disconnected mid-call). The SDK does not tie a
+//     stateful session's calls to their HTTP request, so the handler tags
+//     every POST with a private header (see requestHeader) that the tool
+//     handler reads back from RequestExtra to find the request's context.
+//   - over stdio, the client closes stdin mid-call (the SDK cancels
+//     in-flight requests when the connection's reader fails).
+//
+// # Results and errors
+//
+// A tool's result is one text content block holding the tool's text. A
+// tool failure (bad arguments, an empty command, cancellation, a panic) is a
+// result with isError set and the message as its text: the model reads it
+// and can correct itself. Only protocol faults are JSON-RPC errors: an
+// unknown tool (from the SDK, -32602), or a call that arrives while the
+// front is shutting down (-32603).
+//
+// # Shutdown
+//
+// Close marks the front closing (new calls are refused), closes every owner
+// (cancelling their calls and closing their shells), then closes every MCP
+// session, and waits for the watchers. The host itself is closed by whoever
+// loaded it, after the front.
+package mcpfront

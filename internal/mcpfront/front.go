@@ -1,0 +1,238 @@
+package mcpfront
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dshdev/dsh/host"
+)
+
+// Errors a call's context can be cancelled with (see context.Cause), and the
+// error of a call that arrives while the front is closing.
+var (
+	ErrSessionClosed = errors.New("mcpfront: session closed")
+	ErrClientGone    = errors.New("mcpfront: client disconnected")
+	ErrClosed        = errors.New("mcpfront: closed")
+)
+
+// Options configures a Front.
+type Options struct {
+	// Workdir is every owner's workspace, where its shell starts. Default:
+	// the current directory.
+	Workdir string
+	// Logger receives the front's and the SDK's logs. Default: discard.
+	Logger *slog.Logger
+	// Version is the server version reported to clients. Default: "devel".
+	Version string
+}
+
+// Front serves a host's tools over MCP, one owner per session.
+type Front struct {
+	host     *host.Host
+	server   *mcp.Server
+	workdir  string
+	logger   *slog.Logger
+	requests requests
+
+	mu      sync.Mutex
+	closing bool
+	owners  map[*mcp.ServerSession]*host.Owner
+	// watchers close an owner when its session ends; Close waits for them.
+	watchers sync.WaitGroup
+}
+
+// New builds the MCP server for h's tools as they are now. It does not take
+// ownership of h: close the front first, then the host.
+func New(h *host.Host, opts Options) *Front {
+	if opts.Workdir == "" {
+		opts.Workdir = "."
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Version == "" {
+		opts.Version = "devel"
+	}
+	f := &Front{
+		host:    h,
+		workdir: opts.Workdir,
+		logger:  opts.Logger,
+		owners:  make(map[*mcp.ServerSession]*host.Owner),
+	}
+	f.server = mcp.NewServer(&mcp.Implementation{Name: "dsh", Version: opts.Version}, &mcp.ServerOptions{
+		Logger: opts.Logger.With("component", "mcp"),
+		// Tools only: no logging capability (the SDK's default), no list
+		// changes (the tool set is fixed when New runs).
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	// The raw AddTool takes our schema verbatim; the generic mcp.AddTool
+	// would infer one from a Go type. It panics on a schema whose type is
+	// not "object" or that misuses x-mcp-header, both of which the host's
+	// Tools.Register already rejects.
+	for _, t := range h.Tools().List() {
+		f.server.AddTool(&mcp.Tool{
+			Name:        t.Name,
+			Description: t.Description,
+			InputSchema: t.InputSchema,
+		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return f.call(ctx, t.Name, req)
+		})
+	}
+	return f
+}
+
+func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	owner, err := f.ownerFor(req.Session)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	ctx, done := f.callContext(ctx, owner, req.Extra)
+	defer done()
+	res := f.host.Tools().Call(ctx, owner, name, req.Params.Arguments)
+	if res.IsError {
+		f.logger.Debug("tool call failed", "tool", name, "owner", owner.ID(), "error", res.Text)
+	}
+	return &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: res.Text}},
+		IsError: res.IsError,
+	}, nil
+}
+
+// callContext derives a call's context: ctx (cancelled by the client's
+// notifications/cancelled), also cancelled when the owner starts closing and,
+// over HTTP, when the POST carrying the call has gone. done releases it.
+func (f *Front) callContext(ctx context.Context, owner *host.Owner, extra *mcp.RequestExtra) (_ context.Context, done func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-owner.Done():
+			cancel(ErrSessionClosed)
+		case <-ctx.Done():
+		}
+	}()
+	stop := f.requests.watch(extra, func() { cancel(ErrClientGone) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
+// ownerFor returns the session's owner, creating it on first use together
+// with the watcher that closes it when the session ends.
+func (f *Front) ownerFor(ss *mcp.ServerSession) (*host.Owner, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closing {
+		return nil, ErrClosed
+	}
+	if o := f.owners[ss]; o != nil {
+		return o, nil
+	}
+	id := ss.ID()
+	if id == "" {
+		id = rand.Text()
+	}
+	o, err := f.host.NewOwner("mcp-"+id, f.workdir)
+	if err != nil {
+		return nil, fmt.Errorf("mcpfront: new owner: %w", err)
+	}
+	f.owners[ss] = o
+	f.logger.Debug("owner created", "owner", o.ID())
+	f.watchers.Go(func() {
+		err := ss.Wait()
+		f.logger.Debug("session ended", "owner", o.ID(), "error", err)
+		f.endSession(context.Background(), ss)
+	})
+	return o, nil
+}
+
+// endSession closes the session's owner, if it has one, and forgets it.
+// Concurrent calls for one session all return once the owner is closed.
+func (f *Front) endSession(ctx context.Context, ss *mcp.ServerSession) error {
+	f.mu.Lock()
+	o := f.owners[ss]
+	f.mu.Unlock()
+	if o == nil {
+		return nil
+	}
+	err := o.Close(ctx)
+	if err != nil {
+		f.logger.Warn("closing owner failed", "owner", o.ID(), "error", err)
+	}
+	f.mu.Lock()
+	if f.owners[ss] == o {
+		delete(f.owners, ss)
+	}
+	f.mu.Unlock()
+	return err
+}
+
+// Serve runs one MCP session over t (stdio, in-memory) until the client
+// disconnects or ctx is done, then closes the session's owner. A client that
+// leaves is a normal end (nil); a broken connection is an error.
+func (f *Front) Serve(ctx context.Context, t mcp.Transport) error {
+	ss, err := f.server.Connect(ctx, t, nil)
+	if err != nil {
+		return fmt.Errorf("mcpfront: connect: %w", err)
+	}
+	// On ctx, close the owner first: that cancels its calls, which ss.Close
+	// would otherwise wait for.
+	closed := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(closed)
+		f.endSession(context.WithoutCancel(ctx), ss)
+		ss.Close()
+	})
+	werr := ss.Wait()
+	if !stop() {
+		<-closed // it ran: let it finish, so nothing outlives Serve
+	}
+	f.mu.Lock()
+	if ctx.Err() != nil || f.closing {
+		werr = nil // we closed the connection: how its reader ended is no news
+	}
+	f.mu.Unlock()
+	return errors.Join(werr, f.endSession(context.WithoutCancel(ctx), ss))
+}
+
+// Close closes every owner (cancelling their calls and closing their shells)
+// and every session, and waits for the session watchers. New calls are
+// refused from the start. The host is not closed.
+func (f *Front) Close(ctx context.Context) error {
+	f.mu.Lock()
+	f.closing = true
+	sessions := make([]*mcp.ServerSession, 0, len(f.owners))
+	for ss := range f.owners {
+		sessions = append(sessions, ss)
+	}
+	f.mu.Unlock()
+
+	errs := make([]error, len(sessions))
+	var wg sync.WaitGroup
+	for i, ss := range sessions {
+		wg.Go(func() { errs[i] = f.endSession(ctx, ss) })
+	}
+	wg.Wait()
+	for ss := range f.server.Sessions() {
+		wg.Go(func() { ss.Close() })
+	}
+	waited := make(chan struct{})
+	go func() {
+		wg.Wait()
+		f.watchers.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("mcpfront: waiting for sessions to close: %w", ctx.Err()))
+	}
+	return errors.Join(errs...)
+}

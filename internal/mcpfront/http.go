@@ -1,0 +1,119 @@
+package mcpfront
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// HTTPOptions configures Handler.
+type HTTPOptions struct {
+	// IdleTimeout closes a session, and with it its owner and shell, once
+	// the client has sent no request for this long. A running call keeps
+	// its session alive. Zero means never: abandoned sessions then keep
+	// their shells until the server stops.
+	IdleTimeout time.Duration
+}
+
+// Handler returns the streamable HTTP handler (stateful: one Mcp-Session-Id
+// per client session, each with its own owner). Mount it at /mcp. It keeps
+// the SDK's DNS-rebinding protection and adds cross-origin protection, so a
+// web page cannot drive a local shell.
+func (f *Front) Handler(opts HTTPOptions) http.Handler {
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.server }, &mcp.StreamableHTTPOptions{
+		SessionTimeout: opts.IdleTimeout,
+		Logger:         f.logger.With("component", "mcp-http"),
+	})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPost:
+			defer f.requests.begin(r)()
+		case http.MethodDelete:
+			// The SDK's DELETE waits for the session's running calls before
+			// it ends the session; the client has just said it wants none of
+			// them, so close the owner (cancelling them) first.
+			f.endSessionByID(context.WithoutCancel(r.Context()), r.Header.Get(sessionIDHeader))
+		}
+		sdk.ServeHTTP(w, r)
+	})
+	return http.NewCrossOriginProtection().Handler(h)
+}
+
+// sessionIDHeader is the streamable HTTP transport's session header.
+const sessionIDHeader = "Mcp-Session-Id"
+
+func (f *Front) endSessionByID(ctx context.Context, id string) {
+	if id == "" {
+		return
+	}
+	f.mu.Lock()
+	var match *mcp.ServerSession
+	for ss := range f.owners {
+		if ss.ID() == id {
+			match = ss
+			break
+		}
+	}
+	f.mu.Unlock()
+	if match != nil {
+		f.endSession(ctx, match)
+	}
+}
+
+// requestHeader tags each POST so the tool handler, which sees the request's
+// headers (RequestExtra.Header) but not its context, can find the context
+// and stop the call when the client goes away. A client's own value is
+// overwritten.
+const requestHeader = "Dsh-Request"
+
+// requests maps the tags of POSTs being served to their contexts.
+type requests struct {
+	next atomic.Uint64
+	mu   sync.Mutex
+	live map[string]context.Context
+}
+
+// begin tags r and records its context until end is called.
+func (q *requests) begin(r *http.Request) (end func()) {
+	tag := strconv.FormatUint(q.next.Add(1), 10)
+	r.Header.Set(requestHeader, tag)
+	q.mu.Lock()
+	if q.live == nil {
+		q.live = make(map[string]context.Context)
+	}
+	q.live[tag] = r.Context()
+	q.mu.Unlock()
+	return func() {
+		q.mu.Lock()
+		delete(q.live, tag)
+		q.mu.Unlock()
+	}
+}
+
+// watch calls gone once the POST that carried a call has ended: its answer
+// can no longer be delivered (the handler keeps no event store). It returns
+// a function that stops watching. Calls from other transports carry no tag.
+func (q *requests) watch(extra *mcp.RequestExtra, gone func()) (stop func()) {
+	if extra == nil || extra.Header == nil {
+		return func() {}
+	}
+	tag := extra.Header.Get(requestHeader)
+	if tag == "" {
+		return func() {}
+	}
+	q.mu.Lock()
+	ctx := q.live[tag]
+	q.mu.Unlock()
+	if ctx == nil {
+		// The POST ended before the call started.
+		gone()
+		return func() {}
+	}
+	s := context.AfterFunc(ctx, gone)
+	return func() { s() }
+}

@@ -1,0 +1,257 @@
+package mcpfront
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// httpServer serves r.f at /mcp on a local test server.
+type httpServer struct {
+	url    string
+	client *http.Client
+}
+
+func (r *rig) serveHTTP(t *testing.T, opts HTTPOptions) *httpServer {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", r.f.Handler(opts))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		// Close the front first: it ends the sessions, and with them the
+		// long-lived SSE streams srv.Close would wait for.
+		if err := r.f.Close(context.Background()); err != nil {
+			t.Errorf("front close: %v", err)
+		}
+		srv.Close()
+	})
+	return &httpServer{url: srv.URL + "/mcp", client: srv.Client()}
+}
+
+func (s *httpServer) connect(t *testing.T, version string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := newClient().Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: s.client}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// post sends one raw JSON-RPC message on a session, the way any client does.
+func (s *httpServer) post(ctx context.Context, cs *mcp.ClientSession, body string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+	return s.client.Do(req)
+}
+
+func ownerCount(f *Front) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.owners)
+}
+
+func TestHTTPSessionsAreIsolated(t *testing.T) {
+	for _, v := range versions {
+		t.Run(versionName(v), func(t *testing.T) {
+			r := newRig(t)
+			srv := r.serveHTTP(t, HTTPOptions{})
+			a := srv.connect(t, v)
+			b := srv.connect(t, v)
+			// A 2026-07-28 probe falls back to a stateful legacy session.
+			for _, cs := range []*mcp.ClientSession{a, b} {
+				if got := cs.InitializeResult().ProtocolVersion; got != "2025-11-25" {
+					t.Fatalf("negotiated %q, want 2025-11-25", got)
+				}
+			}
+			whoA, _ := callText(t, a, "whoami", nil)
+			whoB, _ := callText(t, b, "whoami", nil)
+			if !strings.HasPrefix(whoA, "mcp-"+a.ID()+" ") || !strings.HasPrefix(whoB, "mcp-"+b.ID()+" ") || a.ID() == b.ID() {
+				t.Fatalf("owners %q and %q for sessions %q and %q", whoA, whoB, a.ID(), b.ID())
+			}
+			callText(t, a, "remember", map[string]any{"value": "a1"})
+			callText(t, b, "remember", map[string]any{"value": "b1"})
+			if prev, _ := callText(t, a, "remember", map[string]any{"value": "a2"}); prev != "a1" {
+				t.Fatalf("session a remembered %q, want a1", prev)
+			}
+			if n := ownerCount(r.f); n != 2 {
+				t.Fatalf("%d owners, want 2 (a discovery probe must not get one)", n)
+			}
+
+			// The client's Close sends DELETE: the owner closes with it.
+			a.Close()
+			if got := recv(t, r.closed, "owner a to close"); got != "mcp-"+a.ID() {
+				t.Fatalf("closed %q, want owner of session a", got)
+			}
+			if prev, _ := callText(t, b, "remember", map[string]any{"value": "b2"}); prev != "b1" {
+				t.Fatalf("session b remembered %q, want b1", prev)
+			}
+		})
+	}
+}
+
+// blockOverHTTP starts a block call on cs in the background and waits until
+// the tool runs. The returned channel yields the client's outcome.
+func blockOverHTTP(t *testing.T, r *rig, ctx context.Context, cs *mcp.ClientSession) <-chan error {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "block"})
+		errc <- err
+	}()
+	recv(t, r.started, "the call to start")
+	return errc
+}
+
+func TestHTTPCancelNotificationCancelsCall(t *testing.T) {
+	r := newRig(t)
+	srv := r.serveHTTP(t, HTTPOptions{})
+	cs := srv.connect(t, "")
+	who, _ := callText(t, cs, "whoami", nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := blockOverHTTP(t, r, ctx, cs)
+	cancel()
+	// The SDK client both sends notifications/cancelled and drops the POST;
+	// whichever the server notices first stops the call.
+	if cause := recv(t, r.stopped, "the call to be cancelled"); !errors.Is(cause, context.Canceled) && !errors.Is(cause, ErrClientGone) {
+		t.Fatalf("cause %v, want a cancellation", cause)
+	}
+	recv(t, errc, "the client call to return")
+	if again, _ := callText(t, cs, "whoami", nil); again != who {
+		t.Fatalf("after cancel: %q, want %q", again, who)
+	}
+}
+
+func TestHTTPClientVanishesMidCall(t *testing.T) {
+	r := newRig(t)
+	srv := r.serveHTTP(t, HTTPOptions{})
+	cs := srv.connect(t, "")
+	who, _ := callText(t, cs, "whoami", nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		resp, err := srv.post(ctx, cs, `{"jsonrpc":"2.0","id":"gone","method":"tools/call","params":{"name":"block","arguments":{}}}`)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	recv(t, r.started, "the call to start")
+	cancel() // the connection drops, with no notifications/cancelled
+	if cause := recv(t, r.stopped, "the call to be cancelled"); !errors.Is(cause, ErrClientGone) {
+		t.Fatalf("cause %v, want %v", cause, ErrClientGone)
+	}
+	recv(t, done, "the POST to end")
+	if again, _ := callText(t, cs, "whoami", nil); again != who {
+		t.Fatalf("the session's owner changed: %q, want %q", again, who)
+	}
+}
+
+func TestHTTPDeleteMidCallClosesOwner(t *testing.T) {
+	r := newRig(t)
+	srv := r.serveHTTP(t, HTTPOptions{})
+	cs := srv.connect(t, "")
+	callText(t, cs, "whoami", nil)
+	errc := blockOverHTTP(t, r, t.Context(), cs)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodDelete, srv.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	resp, err := srv.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %s", resp.Status)
+	}
+	if cause := recv(t, r.stopped, "the call to be cancelled"); !errors.Is(cause, ErrSessionClosed) {
+		t.Fatalf("cause %v, want %v", cause, ErrSessionClosed)
+	}
+	if got := recv(t, r.closed, "the owner to close"); got != "mcp-"+cs.ID() {
+		t.Fatalf("closed %q", got)
+	}
+	recv(t, errc, "the client call to return")
+}
+
+func TestHTTPIdleSessionCloses(t *testing.T) {
+	r := newRig(t)
+	srv := r.serveHTTP(t, HTTPOptions{IdleTimeout: 50 * time.Millisecond})
+	cs := srv.connect(t, "")
+	callText(t, cs, "whoami", nil)
+	if got := recv(t, r.closed, "the idle session's owner to close"); got != "mcp-"+cs.ID() {
+		t.Fatalf("closed %q", got)
+	}
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "whoami"}); err == nil {
+		t.Fatal("a call on an expired session succeeded")
+	}
+}
+
+func TestHTTPCloseEndsEverything(t *testing.T) {
+	r := newRig(t)
+	srv := r.serveHTTP(t, HTTPOptions{})
+	a := srv.connect(t, "")
+	b := srv.connect(t, "")
+	callText(t, a, "whoami", nil)
+	callText(t, b, "whoami", nil)
+	errc := blockOverHTTP(t, r, t.Context(), a)
+	if err := r.f.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if cause := recv(t, r.stopped, "the call to be cancelled"); !errors.Is(cause, ErrSessionClosed) {
+		t.Fatalf("cause %v, want %v", cause, ErrSessionClosed)
+	}
+	recv(t, r.closed, "an owner to close")
+	recv(t, r.closed, "the other owner to close")
+	recv(t, errc, "the client call to return")
+}
+
+func TestHTTPRejectsCrossOriginAndForeignHosts(t *testing.T) {
+	r := newRig(t)
+	srv := r.serveHTTP(t, HTTPOptions{})
+	tests := []struct {
+		name   string
+		header map[string]string
+		host   string
+	}{
+		{"cross-site browser request", map[string]string{"Sec-Fetch-Site": "cross-site"}, ""},
+		{"DNS rebinding", nil, "evil.example:80"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for k, v := range tt.header {
+				req.Header.Set(k, v)
+			}
+			if tt.host != "" {
+				req.Host = tt.host
+			}
+			resp, err := srv.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("got %s, want 403", resp.Status)
+			}
+		})
+	}
+}
