@@ -45,27 +45,37 @@ func stubborn(t *testing.T, sh *shell) ([]Identity, *os.File) {
 	return []Identity{ign, nohup, double, forker}, forked
 }
 
-// forkedDuringTerm reads the pid FORKER reported, which it has written by
-// the time Terminate returns, if it ever did.
-func forkedDuringTerm(t *testing.T, f *os.File) Identity {
+// forkedDuringTerm reads the pids FORKER reported, which it has written by
+// the time Terminate returns, if it ever forked. Terminate signals both the
+// process and its group, so the trap may run more than once before it
+// disarms itself: every reported pid is returned.
+func forkedDuringTerm(t *testing.T, f *os.File) []Identity {
 	t.Helper()
-	buf := make([]byte, 64)
+	buf := make([]byte, 256)
 	n := 0
 	rc, err := f.SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
 	rc.Control(func(fd uintptr) { n, _ = unix.Read(int(fd), buf) }) // non-blocking
-	line := strings.TrimSpace(string(buf[:max(n, 0)]))
-	pid, err := strconv.Atoi(line)
-	if err != nil {
-		t.Fatalf("FORKER did not fork on TERM (read %q)", line)
+	fields := strings.Fields(string(buf[:max(n, 0)]))
+	if len(fields) == 0 {
+		t.Fatal("FORKER did not fork on TERM")
 	}
-	st, err := ReadStat(pid)
-	if err != nil {
-		return Identity{PID: pid} // already gone
+	var ids []Identity
+	for _, field := range fields {
+		pid, err := strconv.Atoi(field)
+		if err != nil {
+			t.Fatalf("FORKER reported %q", buf[:n])
+		}
+		st, err := ReadStat(pid)
+		if err != nil {
+			ids = append(ids, Identity{PID: pid}) // already gone
+			continue
+		}
+		ids = append(ids, Identity{PID: pid, StartTime: st.StartTime})
 	}
-	return Identity{PID: pid, StartTime: st.StartTime}
+	return ids
 }
 
 func TestTerminate(t *testing.T) {
@@ -96,7 +106,7 @@ func TestTerminate(t *testing.T) {
 			if err := Terminate(ctx, Target{Shell: sh.id, Tracker: tr, Cgroup: cg, Grace: testGrace}); err != nil {
 				t.Fatalf("Terminate: %v", err)
 			}
-			victims = append(victims, forkedDuringTerm(t, forked))
+			victims = append(victims, forkedDuringTerm(t, forked)...)
 			for _, id := range victims {
 				if id.Alive() {
 					t.Errorf("%v survived Terminate", id)
