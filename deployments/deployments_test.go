@@ -1,0 +1,92 @@
+package deployments_test
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/dshdev/dsh/deployments"
+	"github.com/dshdev/dsh/host"
+	_ "github.com/dshdev/dsh/plugins/standard"
+)
+
+// TestDefaultLoads starts and stops the embedded default deployment.
+func TestDefaultLoads(t *testing.T) {
+	d, err := host.ParseDeployment(deployments.DefaultName, deployments.Default, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Load(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tools := h.Tools().List(); len(tools) != 1 || tools[0].Name != "bash" {
+		t.Errorf("default tools: %+v", tools)
+	}
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
+
+// TestReadmeExamplesLoad keeps the READMEs honest: every YAML example in
+// them is a deployment that loads.
+func TestReadmeExamplesLoad(t *testing.T) {
+	for _, readme := range []string{"../README.md", "../README.zh.md"} {
+		data, err := os.ReadFile(readme)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks := yamlBlock.FindAllSubmatch(data, -1)
+		if len(blocks) == 0 {
+			t.Fatalf("%s has no YAML example", readme)
+		}
+		for _, b := range blocks {
+			d, err := host.ParseDeployment(readme, b[1], func(string) (string, bool) { return "", false })
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := host.Load(context.Background(), d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestReadmesInStep checks that the two languages have the same outline:
+// the same heading levels in the same order, and the same code blocks.
+func TestReadmesInStep(t *testing.T) {
+	outline := func(path string) (levels []string, code []string) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inCode := false
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if strings.HasPrefix(line, "```") {
+				inCode = !inCode
+				code = append(code, line)
+				continue
+			}
+			if !inCode && strings.HasPrefix(line, "#") {
+				levels = append(levels, strings.Fields(line)[0])
+			}
+		}
+		return levels, code
+	}
+	enLevels, enCode := outline("../README.md")
+	zhLevels, zhCode := outline("../README.zh.md")
+	if strings.Join(enLevels, " ") != strings.Join(zhLevels, " ") {
+		t.Errorf("heading outlines differ:\n en %v\n zh %v", enLevels, zhLevels)
+	}
+	if strings.Join(enCode, " ") != strings.Join(zhCode, " ") {
+		t.Errorf("code blocks differ:\n en %v\n zh %v", enCode, zhCode)
+	}
+}

@@ -1,0 +1,91 @@
+package bashtool_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The tool's benchmarks, end to end through the tools service with real
+// bash on a real PTY: what a model's call costs in-process. Compare with
+// the PTY floor (../../../shared/tools/ptylimit) and the original tool
+// (../../../shared/peer); README's Performance section has both.
+//
+//	go test -run '^$' -bench . -benchtime 200x ./plugins/tool-bash-persistent/
+
+// BenchmarkTrue is a warm call of `true`: the per-call overhead.
+func BenchmarkTrue(b *testing.B) {
+	hs := newHarness(b, "", "")
+	o := hs.owner(b, "bench")
+	hs.expect(b, o, "true", "")
+	latencies(b, func() { hs.expect(b, o, "true", "") })
+}
+
+// BenchmarkEcho is a warm call with output.
+func BenchmarkEcho(b *testing.B) {
+	hs := newHarness(b, "", "")
+	o := hs.owner(b, "bench")
+	hs.expect(b, o, "echo hi", "hi")
+	latencies(b, func() { hs.expect(b, o, "echo hi", "hi") })
+}
+
+// BenchmarkFirstCall is the first call of a new owner: spawning its shell,
+// initializing it, and running `true`.
+func BenchmarkFirstCall(b *testing.B) {
+	hs := newHarness(b, "", "")
+	ds := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		o, err := hs.h.NewOwner(fmt.Sprintf("first-%d", i), b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		hs.expect(b, o, "true", "")
+		ds = append(ds, time.Since(start))
+		b.StopTimer()
+		if err := o.Close(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	report(b, ds)
+}
+
+// BenchmarkSeq100k is `seq 1 100000` (588,895 bytes): the whole output is
+// streamed, the head and tail kept, and the rest saved to the owner's file.
+func BenchmarkSeq100k(b *testing.B) {
+	hs := newHarness(b, "", "")
+	o := hs.owner(b, "bench")
+	b.SetBytes(588895)
+	latencies(b, func() {
+		got := hs.run(b, o, "seq 1 100000")
+		if !strings.HasPrefix(got, "1\n2\n") || !strings.HasSuffix(got, "\n100000") {
+			b.Fatalf("head or tail missing")
+		}
+	})
+}
+
+// latencies runs fn b.N times and reports the median and 90th percentile
+// beside the mean, since a mean hides the shape of a latency distribution.
+func latencies(b *testing.B, fn func()) {
+	b.Helper()
+	ds := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		fn()
+		ds = append(ds, time.Since(start))
+	}
+	b.StopTimer()
+	report(b, ds)
+}
+
+func report(b *testing.B, ds []time.Duration) {
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(ds[len(ds)*9/10].Microseconds())/1000, "p90-ms")
+}
