@@ -72,12 +72,46 @@ func NewCgroup(name string) (*Cgroup, error) {
 		return nil, fmt.Errorf("%w: %s is not writable: %w", ErrCgroupUnavailable, base, err)
 	}
 	parent := filepath.Join(base, cgroupParent)
+	sweepOnce.Do(func() { sweepStale(parent) })
 	c := &Cgroup{path: filepath.Join(parent, name), fd: -1}
 	if err := c.create(); err != nil {
 		unix.Rmdir(parent) // fails, as it should, while a sibling uses it
 		return nil, err
 	}
 	return c, nil
+}
+
+var sweepOnce sync.Once
+
+// sweepStale deals with the leaves that dead dsh processes left behind: a
+// dsh killed with SIGKILL never runs its cleanup, and its shells live on in
+// their leaves. A leaf is named "<dsh pid>-..."; when that pid no longer
+// exists, an empty leaf is removed, and a populated one is killed (and
+// removed by a later sweep, once the kernel has reaped its processes). A
+// leaf whose pid exists is left alone, even if the pid was reused: a false
+// "alive" only delays the cleanup, a false "dead" would kill a live dsh's
+// shells.
+func sweepStale(parent string) {
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	self := os.Getpid()
+	for _, e := range ents {
+		prefix, _, ok := strings.Cut(e.Name(), "-")
+		pid, err := strconv.Atoi(prefix)
+		if !e.IsDir() || !ok || err != nil || pid <= 0 || pid == self {
+			continue
+		}
+		if err := unix.Kill(pid, 0); err != unix.ESRCH {
+			continue // alive (or not ours to signal, which is alive too)
+		}
+		leaf := filepath.Join(parent, e.Name())
+		if unix.Rmdir(leaf) == nil {
+			continue
+		}
+		_ = os.WriteFile(filepath.Join(leaf, "cgroup.kill"), []byte("1"), 0)
+	}
 }
 
 // create makes the leaf, and the shared parent when needed, and opens it.

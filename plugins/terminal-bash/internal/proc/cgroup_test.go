@@ -257,3 +257,54 @@ func TestCgroupStaleLeaf(t *testing.T) {
 	}
 	c.Close() // its leaf is already gone
 }
+
+// TestSweepStale: the leaves of a dsh that died without cleaning up are
+// removed, and the shells still running in them killed, by the next dsh.
+func TestSweepStale(t *testing.T) {
+	probe := testCgroup(t) // skips where cgroups are unavailable
+	parent := filepath.Dir(probe.Path())
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := dead.Process.Pid // exited and reaped: no such process now
+	empty, err := NewCgroup(fmt.Sprintf("%d-empty", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	busy, err := NewCgroup(fmt.Sprintf("%d-busy", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	orphan := exec.Command("sleep", "1000")
+	orphan.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: busy.FD()}
+	if err := orphan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- orphan.Wait() }()
+
+	sweepStale(parent)
+	if _, err := os.Stat(empty.Path()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the empty stale leaf is still there: %v", err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(deadline):
+		t.Fatal("the shell of a dead dsh survived the sweep")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	if err := busy.WaitEmpty(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sweepStale(parent) // the next sweep removes the now empty leaf
+	if _, err := os.Stat(busy.Path()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the killed stale leaf is still there: %v", err)
+	}
+	if _, err := os.Stat(probe.Path()); err != nil {
+		t.Errorf("the sweep touched a live dsh's leaf: %v", err)
+	}
+}
