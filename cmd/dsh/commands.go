@@ -28,18 +28,28 @@ func checkCommand(g *globals) *cobra.Command {
 		Long:  "check parses the deployment, decodes every entry's config strictly, resolves services and load order, starts the plugins and stops them again, then prints what it found.",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := g.loadHost(cmd.Context())
+			plan, tools, err := g.inspect(cmd.Context())
 			if err != nil {
 				return err
 			}
-			tools := h.Tools().List()
-			if err := h.Close(context.WithoutCancel(cmd.Context())); err != nil {
-				return err
-			}
-			printPlan(g, h.Plan(), tools)
+			printPlan(g, plan, tools)
 			return nil
 		},
 	}
+}
+
+// inspect starts the deployment's plugins, notes what they registered, and
+// stops them again: loading is the only complete validation of a deployment.
+func (g *globals) inspect(ctx context.Context) (*host.Plan, []host.ToolInfo, error) {
+	h, err := g.loadHost(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	tools := h.Tools().List()
+	if err := h.Close(context.WithoutCancel(ctx)); err != nil {
+		return nil, nil, err
+	}
+	return h.Plan(), tools, nil
 }
 
 func printPlan(g *globals, plan *host.Plan, tools []host.ToolInfo) {
@@ -104,12 +114,8 @@ func toolsCommand(g *globals) *cobra.Command {
 		Short: "List the deployment's tools with their input schemas",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := g.loadHost(cmd.Context())
+			_, tools, err := g.inspect(cmd.Context())
 			if err != nil {
-				return err
-			}
-			tools := h.Tools().List()
-			if err := h.Close(context.WithoutCancel(cmd.Context())); err != nil {
 				return err
 			}
 			if asJSON {
