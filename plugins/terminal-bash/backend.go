@@ -134,12 +134,17 @@ func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 	cmd, err := startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term.slave, fd)
 	if err != nil && cg != nil {
 		// clone3 into a cgroup can be refused where creating one was not
-		// (seccomp filters, older kernels): start without it.
-		b.log.Info("starting the shell in its cgroup failed; relying on process tracking", "err", err)
-		b.noCgroup.Store(true)
+		// (seccomp filters, older kernels): start without it. Only a start
+		// that then succeeds shows the cgroup was the problem; a failure of
+		// the shell's own (a missing binary or directory, a fork limit)
+		// must not turn cgroups off for every later session.
+		cgErr := err
 		cg.Close()
 		cg = nil
-		cmd, err = startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term.slave, -1)
+		if cmd, err = startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term.slave, -1); err == nil {
+			b.log.Info("starting the shell in its cgroup failed; relying on process tracking", "err", cgErr)
+			b.noCgroup.Store(true)
+		}
 	}
 	if err != nil {
 		term.close()

@@ -262,3 +262,25 @@ func processesWith(t *testing.T, token string) []int {
 	}
 	return pids
 }
+
+// TestShellStartFailureKeepsCgroups: a shell that cannot start for a reason
+// of its own (here: it does not exist) does not turn cgroups off for the
+// sessions after it.
+func TestShellStartFailureKeepsCgroups(t *testing.T) {
+	b := newTestBackend(t, func(c *Config) { c.ShellPath = filepath.Join(t.TempDir(), "no-such-shell") })
+	cg := b.newCgroup("probe")
+	if cg == nil {
+		t.Skip("cgroup v2 is not available here")
+	}
+	if err := cg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if _, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-missing", OwnerID: "owner"}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("spawn of a missing shell: %v, want fs.ErrNotExist", err)
+	}
+	if b.noCgroup.Load() {
+		t.Error("a missing shell turned cgroups off for the backend")
+	}
+}

@@ -82,7 +82,7 @@
 // programs turn off: it abandons a write still in progress, discards typed
 // input nobody has read (TCIFLUSH), and sends a real SIGINT to the
 // foreground group. When that group is bash itself, the signal waits (at
-// most a few tens of milliseconds) until bash blocks, because readline
+// most about a tenth of a second) until bash blocks, because readline
 // handles a SIGINT that arrives while it is busy only at the next
 // keystroke, which it swallows. Cancel does not settle the send: the tiers
 // do, normally on the prompt that follows.

@@ -170,23 +170,13 @@ func (s *session) wake() {
 	}
 	now := time.Now()
 	if !sn.startup && !sn.inputBusy() && !now.Before(s.nextProbe) {
+		gen := s.boundaries
 		s.mu.Unlock()
 		proven := s.proveWaiting() && s.drain(drainProofReads)
 		s.track(now)
 		s.mu.Lock()
 		now = time.Now()
-		switch {
-		case sn.settled:
-		case proven:
-			// The drain may have brought the prompt in: then the shell is at
-			// its prompt, which says more than "something waits for input".
-			if s.checkPromptLocked(); !sn.settled {
-				s.settleLocked(sn, terminal.WaitStdinRead)
-			}
-		default:
-			s.probeEvery = min(2*s.probeEvery, s.cfg.probeMax)
-			s.nextProbe = now.Add(s.probeEvery)
-		}
+		s.proofLocked(sn, proven, gen, now)
 	}
 	switch {
 	case sn.settled:
@@ -197,6 +187,29 @@ func (s *session) wake() {
 	}
 	s.armLocked()
 	s.mu.Unlock()
+}
+
+// proofLocked acts on the outcome of a stdin proof that was taken without
+// the lock, when the boundary count was gen. A boundary (a signal, an
+// interrupt) or a write or interrupt that began meanwhile makes the proof
+// stale: nothing seen before a boundary may settle a send after it, and
+// tiers 0 and 1 are off while the send's input is busy. The boundary has
+// already rescheduled the probe, and the end of the write or interrupt
+// does (resumeLocked).
+func (s *session) proofLocked(sn *send, proven bool, gen uint64, now time.Time) {
+	switch {
+	case sn.settled:
+	case gen != s.boundaries || sn.inputBusy():
+	case proven:
+		// The drain may have brought the prompt in: then the shell is at
+		// its prompt, which says more than "something waits for input".
+		if s.checkPromptLocked(); !sn.settled {
+			s.settleLocked(sn, terminal.WaitStdinRead)
+		}
+	default:
+		s.probeEvery = min(2*s.probeEvery, s.cfg.probeMax)
+		s.nextProbe = now.Add(s.probeEvery)
+	}
 }
 
 // drainProofReads bounds the reads made to collect output before a proven
@@ -313,6 +326,7 @@ func (s *session) reprobeLocked() {
 // may settle a send after it. It runs before the write or kill, so evidence
 // produced in response can never be lost to it.
 func (s *session) boundaryLocked(now time.Time) {
+	s.boundaries++
 	s.ev = evidence{}
 	s.lastOutput = now
 	s.probeEvery, s.nextProbe = s.cfg.probeMin, now.Add(s.cfg.probeMin)

@@ -101,6 +101,9 @@ type session struct {
 	live         *send // receives output and is judged by the readiness tiers
 	unclaimed    outBuf
 	ev           evidence
+	// boundaries counts boundaryLocked calls, so that a stdin proof taken
+	// without the lock can tell whether a boundary passed meanwhile.
+	boundaries uint64
 	// lastOutput is when the terminal last printed, or when the live send
 	// started waiting if that is later: silence is counted from it.
 	lastOutput time.Time

@@ -472,3 +472,54 @@ func TestWaitAgain(t *testing.T) {
 		t.Errorf("the command's output was lost between the waits: %q", seen.String())
 	}
 }
+
+// TestStaleProofDoesNotSettle: the read loop takes the stdin proof without
+// the lock. A boundary that passes meanwhile (a signal, an interrupt) makes
+// that proof stale, and it must not settle the send.
+func TestStaleProofDoesNotSettle(t *testing.T) {
+	s := spawn(t, newTestBackend(t, nil), "")
+	sn := start(t, s, "sleep 100", sendOpts{}).(*send)
+	s.mu.Lock()
+	gen := s.boundaries
+	s.boundaryLocked(time.Now()) // what Signal does while the read loop probes
+	s.proofLocked(sn, true, gen, time.Now())
+	settled, reason := sn.settled, sn.result.Reason
+	s.mu.Unlock()
+	if settled {
+		t.Fatalf("a proof from before a signal settled the send as %s", reason)
+	}
+	sn.Cancel()
+	if res := wait(t, sn); res.Reason != terminal.WaitStdinRead || !res.Prompt {
+		t.Errorf("cancelled sleep settled %s (prompt %v)", res.Reason, res.Prompt)
+	}
+}
+
+// TestCancelOutlivesDeadline: when the send's deadline passes while its
+// interrupt waits for a busy shell to block, the send settles on the
+// deadline but its command is still running, so the interrupt Cancel
+// promised still goes ahead.
+func TestCancelOutlivesDeadline(t *testing.T) {
+	s := spawn(t, newTestBackend(t, nil), "")
+	ts := start(t, s, "echo looping; while :; do :; done", sendOpts{})
+	awaitLine(t, ts, "looping")
+	sn := ts.(*send)
+	if !sn.Cancel() {
+		t.Fatal("Cancel refused on a live send")
+	}
+	// The interrupt now waits for the shell, which never blocks, until its
+	// wait runs out. Let the deadline pass during that wait.
+	s.mu.Lock()
+	if !sn.interrupting {
+		s.mu.Unlock()
+		t.Skip("the interrupt was over before the deadline could be moved")
+	}
+	sn.deadline = time.Now()
+	s.armLocked()
+	s.mu.Unlock()
+	if res := wait(t, sn); res.Reason != terminal.WaitTimeout {
+		t.Fatalf("settled %s, want timeout", res.Reason)
+	}
+	s.workers.Wait() // the interrupt has run (or been dropped)
+	awaitPrompt(t, s)
+	mustPrompt(t, s, "echo works")
+}

@@ -69,17 +69,20 @@ func (s *session) writeRest(sn *send, p []byte) {
 // it in s.workers.
 //
 // When the foreground is bash itself and it is still taking in typed text,
-// the signal waits (briefly) until bash blocks; see awaitShellBlocked. If
-// the send settles meanwhile, there is nothing left to interrupt.
+// the signal waits (briefly) until bash blocks; see awaitShellBlocked. The
+// send cannot settle on the prompt or the stdin proof meanwhile (its input
+// is busy), only on its deadline or silence bound, and then the command it
+// runs is still running: the interrupt goes ahead. Only a closing session
+// or an exited shell has nothing left to interrupt.
 func (s *session) interrupt(sn *send) {
 	defer s.workers.Done()
 	s.mu.Lock()
 	s.boundaryLocked(time.Now())
 	s.armLocked()
 	s.mu.Unlock()
-	s.awaitShellBlocked(sn.done)
+	s.awaitShellBlocked(nil)
 	s.mu.Lock()
-	skip := sn.settled || s.closing
+	skip := s.closing || s.exitSeen
 	s.mu.Unlock()
 	var err error
 	if !skip {
@@ -113,13 +116,15 @@ func (s *session) resumeLocked(sn *send) {
 	}
 }
 
-// shellBlockWait bounds how long a signal waits for a busy shell to
-// block; the checks back off from 1 ms, doubling.
+// shellBlockWait is the last delay of the wait for a busy shell to block;
+// the checks back off from 1 ms, doubling, so the whole wait is at most
+// about twice this.
 const shellBlockWait = 64 * time.Millisecond
 
-// awaitShellBlocked returns once the foreground is not the shell, or the
-// shell is blocked reading the terminal with nothing typed left for it to
-// take in, or done is closed, or shellBlockWait has passed.
+// awaitShellBlocked returns once the foreground is not the shell (or the
+// terminal is gone), or the shell is blocked reading the terminal with
+// nothing typed left for it to take in, or done is closed, or the wait has
+// run out (see shellBlockWait).
 //
 // Bash acts on a SIGINT cleanly only while it is blocked: readline notes a
 // SIGINT that arrives while it is busy, echoes ^C, and leaves bash to act

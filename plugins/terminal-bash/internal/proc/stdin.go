@@ -43,7 +43,9 @@ var waitSyscalls = map[string]map[int]waitKind{
 }
 
 // Bounds on what one probe reads from a process: fd_set bytes (65536 fds),
-// pollfd entries, and the epoll fdinfo text.
+// pollfd entries, and the epoll fdinfo text. A wait on more than they hold
+// is a miss: what is left unread could be something other than the
+// terminal.
 const (
 	maxFDSetBytes = 8192
 	maxPollFDs    = 1024
@@ -286,11 +288,13 @@ func (p prober) waitsOnTTY(kind waitKind, c sysCall) bool {
 
 // selectsTTY checks the readfds set of select/pselect6.
 func (p prober) selectsTTY(nfds, readfds uint64) bool {
-	if int32(nfds) < 1 || readfds == 0 {
+	// A set larger than the bound cannot be read whole, and an unread
+	// descriptor may be something other than the terminal.
+	if int32(nfds) < 1 || int32(nfds) > maxFDSetBytes*8 || readfds == 0 {
 		return false
 	}
 	n := int(int32(nfds))
-	set := make([]byte, min((n+7)/8, maxFDSetBytes))
+	set := make([]byte, (n+7)/8)
 	if !p.readMem(readfds, set) {
 		return false
 	}
@@ -338,7 +342,9 @@ func (p prober) pollsTTY(fds, nfds uint64) bool {
 func (p prober) epollsTTY(epfd int) bool {
 	buf := make([]byte, fdinfoBufSize)
 	data, err := readProcFile(pidPath(p.pid, "fdinfo/"+strconv.Itoa(epfd)), buf)
-	if err != nil {
+	// A full buffer may have cut the interest list short, and a target
+	// left unread may be something other than the terminal.
+	if err != nil || len(data) == len(buf) {
 		return false
 	}
 	found := false

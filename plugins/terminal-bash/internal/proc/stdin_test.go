@@ -3,10 +3,14 @@
 package proc
 
 import (
+	"os"
 	"regexp"
 	"runtime"
 	"slices"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // mainSyscall is the system call pid's main thread is blocked in, if any.
@@ -284,4 +288,62 @@ func (s *shell) waitingOnTTY() bool {
 		s.t.Fatal(err)
 	}
 	return ok
+}
+
+// TestProbeMissesWhatItCannotReadWhole: a select set or an epoll interest
+// list larger than a probe reads is no proof, even when all it read is the
+// terminal: what was left unread could be anything. The same waits, small
+// enough to read whole, are proof.
+func TestProbeMissesWhatItCannotReadWhole(t *testing.T) {
+	master, slave, err := openPTY()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	defer slave.Close()
+	fd := int(slave.Fd())
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	p := prober{pid: os.Getpid(), tty: st.Rdev}
+
+	t.Run("select", func(t *testing.T) {
+		for _, tt := range []struct {
+			nfds int
+			want bool
+		}{{fd + 1, true}, {maxFDSetBytes*8 + 8, false}} {
+			set := make([]byte, (tt.nfds+7)/8)
+			set[fd/8] |= 1 << (fd % 8)
+			if got := p.selectsTTY(uint64(tt.nfds), uint64(uintptr(unsafe.Pointer(&set[0])))); got != tt.want {
+				t.Errorf("select with nfds %d on the terminal alone: %v, want %v", tt.nfds, got, tt.want)
+			}
+			runtime.KeepAlive(set)
+		}
+	})
+
+	t.Run("epoll", func(t *testing.T) {
+		// Each fdinfo line is well over 32 bytes, so 2*fdinfoBufSize/32
+		// entries cannot fit the probe's buffer.
+		for _, entries := range []int{1, 2 * fdinfoBufSize / 32} {
+			ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range entries {
+				d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer unix.Close(d)
+				if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, d, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(d)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, want := p.epollsTTY(ep), entries == 1; got != want {
+				t.Errorf("epoll with %d entries, all the terminal: %v, want %v", entries, got, want)
+			}
+			unix.Close(ep)
+		}
+	})
 }

@@ -44,9 +44,6 @@ func NewTracker(shell Identity) *Tracker {
 	return &Tracker{shell: shell, members: make(map[int]Identity)}
 }
 
-// Shell is the identity the tracker was created for.
-func (t *Tracker) Shell() Identity { return t.shell }
-
 // Refresh drops members that have exited or whose pid was recycled, and
 // adopts new processes as described on Tracker.
 func (t *Tracker) Refresh(s *Snapshot) {
