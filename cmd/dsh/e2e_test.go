@@ -493,3 +493,46 @@ func TestE2ERepl(t *testing.T) {
 	pid2, _ := strconv.Atoi(out[len(out)-1])
 	assertGone(t, pid1, pid2, sleepPid)
 }
+
+// A client that dies takes every pipe with it, stderr included: dsh must
+// still shut down cleanly rather than die of SIGPIPE on its next log line.
+func TestE2EStdioClientDiesWithStderr(t *testing.T) {
+	cmd := exec.Command(dshBinary(t), "serve", "--log-level", "debug")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logs := make(chan struct{})
+	go func() {
+		defer close(logs)
+		io.Copy(io.Discard, stderr)
+	}()
+	cs, err := newE2EClient().Connect(t.Context(), &mcp.IOTransport{Reader: stdout, Writer: stdin}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := bashPid(t, cs)
+	// Stderr first: the session's end at stdin EOF is logged (debug).
+	stderr.Close()
+	<-logs
+	stdout.Close()
+	stdin.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if err := recv(t, exited, "dsh to exit"); err != nil {
+		t.Fatalf("dsh: %v", err)
+	}
+	cs.Close()
+	assertGone(t, pid)
+}

@@ -57,14 +57,19 @@ the model). At the prompt, Ctrl-C twice or Ctrl-D (end of input) exits.`,
 			if err != nil {
 				return err
 			}
-			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-			defer cancel()
+			// closeHost closes the host with the whole shutdown budget,
+			// counted from the moment it is called.
+			closeHost := func() error {
+				closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+				defer cancel()
+				return h.Close(closeCtx)
+			}
 			if !slices.ContainsFunc(h.Tools().List(), func(t host.ToolInfo) bool { return t.Name == replTool }) {
-				return errors.Join(usageError{fmt.Errorf("the deployment has no %q tool (see dsh tools)", replTool)}, h.Close(closeCtx))
+				return errors.Join(usageError{fmt.Errorf("the deployment has no %q tool (see dsh tools)", replTool)}, closeHost())
 			}
 			owner, err := h.NewOwner("repl-"+rand.Text()[:8], wd)
 			if err != nil {
-				return errors.Join(err, h.Close(closeCtx))
+				return errors.Join(err, closeHost())
 			}
 			r := &repl{
 				tools:       h.Tools(),
@@ -77,7 +82,7 @@ the model). At the prompt, Ctrl-C twice or Ctrl-D (end of input) exits.`,
 				interrupts:  interrupts,
 			}
 			r.run(ctx)
-			return h.Close(closeCtx)
+			return closeHost()
 		},
 	}
 	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "the shell's workspace (default: the current directory)")

@@ -4,10 +4,13 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/signal"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/dshdev/dsh/host"
 )
@@ -147,4 +150,31 @@ func TestReplInterrupts(t *testing.T) {
 	if got, want := out.String(), "interrupted: context canceled\nran: ls\n"; got != want {
 		t.Fatalf("stdout %q, want %q", got, want)
 	}
+}
+
+// The shutdown budget starts when the REPL ends, however long it ran: the
+// owner's cleanups (its shell's close) get all of it.
+func TestReplCloseBudgetStartsAtExit(t *testing.T) {
+	deploy := writeFile(t, fakeDeployment)
+	// os/signal starts its watcher goroutine on first use; start it outside
+	// the bubble, which it would never leave.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGUSR2)
+	signal.Stop(sigs)
+	synctest.Test(t, func(t *testing.T) {
+		inR, inW := io.Pipe()
+		var out, errOut syncBuffer
+		exit := make(chan int, 1)
+		go func() { exit <- run([]string{"repl", "-d", deploy}, inR, &out, &errOut) }()
+		if _, err := io.WriteString(inW, "owner-cleanup\n"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		// A session longer than the budget, in the bubble's fake time.
+		time.Sleep(shutdownTimeout + time.Second)
+		inW.Close()
+		if code := <-exit; code != 0 {
+			t.Fatalf("exit %d, stderr %q", code, errOut.String())
+		}
+	})
 }

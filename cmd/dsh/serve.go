@@ -75,6 +75,14 @@ stderr, never to stdout.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// A client that dies closes dsh's stdout and stderr with it. A
+			// later write there (a response, a log line) must fail with
+			// EPIPE, not kill dsh with SIGPIPE before its shells are closed.
+			// Notify, not Ignore: an ignored signal would stay ignored in
+			// every shell dsh starts.
+			sigpipe := make(chan os.Signal, 1)
+			signal.Notify(sigpipe, syscall.SIGPIPE)
+			defer signal.Stop(sigpipe)
 			h, err := g.loadHost(ctx)
 			if err != nil {
 				return err

@@ -79,6 +79,16 @@ func init() {
 					return "no newline", nil
 				case "silent":
 					return "", nil
+				case "owner-cleanup":
+					// A cleanup that, like closing a real shell, needs time:
+					// it fails when the close budget is already spent.
+					_, err := o.Defer(func(ctx context.Context) error {
+						if err := ctx.Err(); err != nil {
+							return fmt.Errorf("owner cleanup started with no budget left: %w", err)
+						}
+						return nil
+					})
+					return "", err
 				}
 				return "ran: " + a.Command + "\n", nil
 			})

@@ -24,6 +24,8 @@
 // A watcher goroutine per owner waits on ServerSession.Wait and closes the
 // owner when it returns; Serve also closes its session's owner before it
 // returns, so a stdio server has nothing left running once Serve is done.
+// A session whose owner is closed before the SDK ends it (DELETE, Serve's
+// context, Close) gets no new owner: its later calls are refused.
 //
 // # Protocol versions
 //
@@ -62,8 +64,8 @@
 // tool failure (bad arguments, an empty command, cancellation, a panic) is a
 // result with isError set and the message as its text: the model reads it
 // and can correct itself. Only protocol faults are JSON-RPC errors: an
-// unknown tool (from the SDK, -32602), or a call that arrives while the
-// front is shutting down (-32603).
+// unknown tool (from the SDK, -32602), or a call that arrives while its
+// session or the front is shutting down (-32603).
 //
 // # Shutdown
 //

@@ -14,8 +14,9 @@ import (
 	"github.com/dshdev/dsh/host"
 )
 
-// Errors a call's context can be cancelled with (see context.Cause), and the
-// error of a call that arrives while the front is closing.
+// Errors a call's context can be cancelled with (see context.Cause).
+// ErrSessionClosed and ErrClosed are also the protocol errors of a call that
+// arrives once its session, or the front, is closing.
 var (
 	ErrSessionClosed = errors.New("mcpfront: session closed")
 	ErrClientGone    = errors.New("mcpfront: client disconnected")
@@ -43,7 +44,11 @@ type Front struct {
 
 	mu      sync.Mutex
 	closing bool
-	owners  map[*mcp.ServerSession]*host.Owner
+	// owners holds each session's owner from its first call until the
+	// session has ended (its Wait returned), closed owners included, so that
+	// a session that is ending never gets a new one. A nil owner marks a
+	// session Serve is ending before it had one.
+	owners map[*mcp.ServerSession]*host.Owner
 	// watchers close an owner when its session ends; Close waits for them.
 	watchers sync.WaitGroup
 }
@@ -132,7 +137,10 @@ func (f *Front) ownerFor(ss *mcp.ServerSession) (*host.Owner, error) {
 	if f.closing {
 		return nil, ErrClosed
 	}
-	if o := f.owners[ss]; o != nil {
+	if o, ok := f.owners[ss]; ok {
+		if o == nil || !o.Live() {
+			return nil, ErrSessionClosed
+		}
 		return o, nil
 	}
 	id := ss.ID()
@@ -148,14 +156,16 @@ func (f *Front) ownerFor(ss *mcp.ServerSession) (*host.Owner, error) {
 	f.watchers.Go(func() {
 		err := ss.Wait()
 		f.logger.Debug("session ended", "owner", o.ID(), "error", err)
-		f.endSession(context.Background(), ss)
+		f.closeOwner(context.Background(), ss)
+		f.forget(ss)
 	})
 	return o, nil
 }
 
-// endSession closes the session's owner, if it has one, and forgets it.
-// Concurrent calls for one session all return once the owner is closed.
-func (f *Front) endSession(ctx context.Context, ss *mcp.ServerSession) error {
+// closeOwner closes the session's owner, if it has one. Concurrent calls for
+// one session all return once the owner is closed. The owner stays in
+// f.owners (see forget).
+func (f *Front) closeOwner(ctx context.Context, ss *mcp.ServerSession) error {
 	f.mu.Lock()
 	o := f.owners[ss]
 	f.mu.Unlock()
@@ -166,12 +176,15 @@ func (f *Front) endSession(ctx context.Context, ss *mcp.ServerSession) error {
 	if err != nil {
 		f.logger.Warn("closing owner failed", "owner", o.ID(), "error", err)
 	}
-	f.mu.Lock()
-	if f.owners[ss] == o {
-		delete(f.owners, ss)
-	}
-	f.mu.Unlock()
 	return err
+}
+
+// forget drops the session's entry. Only once the session has ended (its
+// Wait returned): no call of it can arrive any more.
+func (f *Front) forget(ss *mcp.ServerSession) {
+	f.mu.Lock()
+	delete(f.owners, ss)
+	f.mu.Unlock()
 }
 
 // Serve runs one MCP session over t (stdio, in-memory) until the client
@@ -187,7 +200,12 @@ func (f *Front) Serve(ctx context.Context, t mcp.Transport) error {
 	closed := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		defer close(closed)
-		f.endSession(context.WithoutCancel(ctx), ss)
+		f.mu.Lock()
+		if _, ok := f.owners[ss]; !ok {
+			f.owners[ss] = nil // no call may make one from now on
+		}
+		f.mu.Unlock()
+		f.closeOwner(context.WithoutCancel(ctx), ss)
 		ss.Close()
 	})
 	werr := ss.Wait()
@@ -199,7 +217,9 @@ func (f *Front) Serve(ctx context.Context, t mcp.Transport) error {
 		werr = nil // we closed the connection: how its reader ended is no news
 	}
 	f.mu.Unlock()
-	return errors.Join(werr, f.endSession(context.WithoutCancel(ctx), ss))
+	err = f.closeOwner(context.WithoutCancel(ctx), ss)
+	f.forget(ss)
+	return errors.Join(werr, err)
 }
 
 // Close closes every owner (cancelling their calls and closing their shells)
@@ -217,7 +237,7 @@ func (f *Front) Close(ctx context.Context) error {
 	errs := make([]error, len(sessions))
 	var wg sync.WaitGroup
 	for i, ss := range sessions {
-		wg.Go(func() { errs[i] = f.endSession(ctx, ss) })
+		wg.Go(func() { errs[i] = f.closeOwner(ctx, ss) })
 	}
 	wg.Wait()
 	for ss := range f.server.Sessions() {

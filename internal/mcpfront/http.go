@@ -36,7 +36,8 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 		case http.MethodDelete:
 			// The SDK's DELETE waits for the session's running calls before
 			// it ends the session; the client has just said it wants none of
-			// them, so close the owner (cancelling them) first.
+			// them, so close the owner (cancelling them) first. Calls that
+			// arrive meanwhile are refused (see ownerFor).
 			f.endSessionByID(context.WithoutCancel(r.Context()), r.Header.Get(sessionIDHeader))
 		}
 		sdk.ServeHTTP(w, r)
@@ -61,7 +62,7 @@ func (f *Front) endSessionByID(ctx context.Context, id string) {
 	}
 	f.mu.Unlock()
 	if match != nil {
-		f.endSession(ctx, match)
+		f.closeOwner(ctx, match)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -185,6 +186,27 @@ func TestHTTPDeleteMidCallClosesOwner(t *testing.T) {
 		t.Fatalf("closed %q", got)
 	}
 	recv(t, errc, "the client call to return")
+}
+
+// Between the front closing a session's owner and the SDK ending the
+// session (a DELETE is handled in that order), a call that slips in must not
+// get the session a new owner and shell, which the ending session would then
+// wait for.
+func TestHTTPCallAfterOwnerClosedIsRefused(t *testing.T) {
+	r := newRig(t)
+	srv := r.serveHTTP(t, HTTPOptions{})
+	cs := srv.connect(t, "")
+	callText(t, cs, "whoami", nil)
+	// The first half of a DELETE: the owner closes, the session lives on.
+	r.f.endSessionByID(t.Context(), cs.ID())
+	if got := recv(t, r.closed, "the owner to close"); got != "mcp-"+cs.ID() {
+		t.Fatalf("closed %q", got)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "whoami"})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInternalError || !strings.Contains(werr.Message, ErrSessionClosed.Error()) {
+		t.Fatalf("got result %+v, error %v; want JSON-RPC internal error %q", res, err, ErrSessionClosed)
+	}
 }
 
 func TestHTTPIdleSessionCloses(t *testing.T) {

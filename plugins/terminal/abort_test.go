@@ -238,3 +238,52 @@ func TestSpawnOwnerClosedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An owner close that runs out of time waiting for a pending spawn still
+// closes the owner's published sessions, as a service close does; the spawn
+// settles later and a failure of its rollback is reported by the service.
+func TestOwnerCloseGivesUpOnPendingSpawn(t *testing.T) {
+	h := newHost(t)
+	owner := newOwner(t, h, "agent")
+	gate := newGatedSpawn()
+	published := newStubSession()
+	svc := newService(t, &stubBackend{typ: "stub", spawn: func(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error) {
+		if spec.Name == "pending" {
+			return gate.spawn(ctx, spec)
+		}
+		return published, nil
+	}})
+	// Should the test fail early, the pending spawn must not hold up the
+	// service's close.
+	t.Cleanup(func() {
+		select {
+		case gate.release <- spawnOutcome{err: errors.New("test over")}:
+		default:
+		}
+	})
+	mustSpawn(t, svc, owner, "stub", "main")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := svc.Spawn(t.Context(), owner, terminal.SpawnRequest{Type: "stub", Name: "pending"})
+		errc <- err
+	}()
+	await(t, gate.started)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // no time at all to wait for the pending spawn
+	if err := owner.Close(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("owner close = %v, want it to report the wait it gave up", err)
+	}
+	wantReasons(t, published, "PTY owner disposed")
+	if !svc.HasActivity(owner) {
+		t.Fatal("the pending spawn is still owner activity")
+	}
+
+	outcome, late := lateFailingSession.outcome(nil)
+	gate.release <- outcome
+	wantErr(t, await(t, errc), terminal.ErrOwnerNotLive, "")
+	wantReasons(t, late, "PTY spawn rolled back")
+	if err := svc.Close(t.Context()); !errors.Is(err, errRollback) {
+		t.Fatalf("service close = %v, want it to report %v", err, errRollback)
+	}
+}

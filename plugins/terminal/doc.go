@@ -62,8 +62,9 @@
 // When an owner closes, its cleanup waits for the owner's pending spawns to
 // settle (they were aborted the moment the owner stopped being live) and
 // their rollbacks to finish, then closes all the owner's sessions with reason
-// "PTY owner disposed", and reports close failures together with any retained
-// cleanup failure. Service.Close (run when the plugin unloads) does the same
+// "PTY owner disposed" (even if its context ended that wait), and reports
+// close failures together with any retained cleanup failure; what a spawn
+// still pending leaves behind is reported by Service.Close. Service.Close (run when the plugin unloads) does the same
 // for every owner with reason "PTY service disposed": later spawns fail with
 // ErrServiceClosing, every session is attempted, failures are collected, and
 // the registries are cleared even when something failed. It also removes the

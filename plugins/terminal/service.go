@@ -192,9 +192,8 @@ func (s *Service) disposeOwner(ctx context.Context, st *ownerState) error {
 
 	// The owner's Done channel closed before its cleanups started, which
 	// already aborted these spawns; what is left is to await their rollback.
-	if err := awaitSpawns(ctx, pending); err != nil {
-		return err
-	}
+	// The sessions are closed even if that wait gives up.
+	waitErr := awaitSpawns(ctx, pending)
 	s.mu.Lock()
 	records := slices.Clone(st.sessions)
 	s.mu.Unlock()
@@ -203,11 +202,13 @@ func (s *Service) disposeOwner(ctx context.Context, st *ownerState) error {
 	s.mu.Lock()
 	retained := st.retained
 	st.retained = nil
-	if len(st.sessions) == 0 && s.owners[st.owner] == st {
+	// A spawn still pending keeps the state, for the service to report
+	// what its rollback leaves behind.
+	if len(st.sessions) == 0 && len(st.pending) == 0 && s.owners[st.owner] == st {
 		delete(s.owners, st.owner)
 	}
 	s.mu.Unlock()
-	return errors.Join(retainedError(retained), closeErr)
+	return errors.Join(retainedError(retained), closeErr, waitErr)
 }
 
 // Close disposes the service: later spawns fail with ErrServiceClosing,

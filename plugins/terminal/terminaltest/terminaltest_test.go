@@ -90,7 +90,7 @@ func (s *memSession) StartSend(_ context.Context, req terminal.SendRequest) (ter
 	case s.send != nil:
 		return nil, fmt.Errorf("memory session: %w", terminal.ErrSendActive)
 	}
-	send := &memSend{s: s, settled: make(chan struct{})}
+	send := &memSend{s: s}
 	s.send = send
 	s.partial += req.Text
 	if req.Submit {
@@ -149,7 +149,6 @@ func (s *memSession) settle(reason terminal.WaitReason) {
 	}
 	viewport.WriteString(s.partial)
 	send.result = terminal.SendResult{Reason: reason, Viewport: viewport.String(), Status: s.status}
-	close(send.settled)
 	s.send = nil
 }
 
@@ -227,8 +226,7 @@ func (s *memSession) Close(context.Context, string) error {
 }
 
 type memSend struct {
-	s       *memSession
-	settled chan struct{}
+	s *memSession
 	// Guarded by s.mu.
 	out    []string // lines not yet returned by Output
 	result terminal.SendResult
