@@ -75,6 +75,10 @@ stderr, never to stdout.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// The first signal starts a clean shutdown; from then on the
+			// default action is back, so a second Ctrl-C ends dsh at once
+			// (what it leaves, the next dsh's cgroup sweep reaps).
+			context.AfterFunc(ctx, stop)
 			// A client that dies closes dsh's stdout and stderr with it. A
 			// later write there (a response, a log line) must fail with
 			// EPIPE, not kill dsh with SIGPIPE before its shells are closed.

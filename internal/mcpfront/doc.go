@@ -10,10 +10,10 @@
 // One MCP session is one owner: its own workspace scope and so its own
 // shell. The owner is created lazily, by the session's first tools/call, so
 // sessions that never call a tool (a discovery probe, a client that only
-// lists tools) cost nothing. Its id is "mcp-" followed by the SDK's session
-// id when the transport has one (streamable HTTP: the Mcp-Session-Id), and a
-// random id otherwise (stdio and in-memory sessions have none). Every owner
-// works in Options.Workdir.
+// lists tools) cost nothing. Its id is "mcp-" and a random string, never
+// the Mcp-Session-Id: that is an HTTP session's only credential, and owner
+// ids reach the shell's environment (DSH_SESSION_ID) and the logs. Every
+// owner works in Options.Workdir.
 //
 // The owner is closed when its session ends, which closes its shell:
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -143,11 +144,10 @@ func (f *Front) ownerFor(ss *mcp.ServerSession) (*host.Owner, error) {
 		}
 		return o, nil
 	}
-	id := ss.ID()
-	if id == "" {
-		id = rand.Text()
-	}
-	o, err := f.host.NewOwner("mcp-"+id, f.workdir)
+	// Random, never the session id: over HTTP that id is the session's only
+	// credential, and the owner id reaches the shell's environment
+	// (DSH_SESSION_ID) and the logs.
+	o, err := f.host.NewOwner("mcp-"+rand.Text(), f.workdir)
 	if err != nil {
 		return nil, fmt.Errorf("mcpfront: new owner: %w", err)
 	}
@@ -205,7 +205,9 @@ func (f *Front) Serve(ctx context.Context, t mcp.Transport) error {
 			f.owners[ss] = nil // no call may make one from now on
 		}
 		f.mu.Unlock()
-		f.closeOwner(context.WithoutCancel(ctx), ss)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownCloseTimeout)
+		defer cancel()
+		f.closeOwner(cctx, ss)
 		ss.Close()
 	})
 	werr := ss.Wait()
@@ -217,10 +219,16 @@ func (f *Front) Serve(ctx context.Context, t mcp.Transport) error {
 		werr = nil // we closed the connection: how its reader ended is no news
 	}
 	f.mu.Unlock()
-	err = f.closeOwner(context.WithoutCancel(ctx), ss)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownCloseTimeout)
+	defer cancel()
+	err = f.closeOwner(cctx, ss)
 	f.forget(ss)
 	return errors.Join(werr, err)
 }
+
+// shutdownCloseTimeout bounds closing a session's owner when Serve ends: a
+// shell with an unkillable process must not keep dsh from exiting.
+const shutdownCloseTimeout = 10 * time.Second
 
 // Close closes every owner (cancelling their calls and closing their shells)
 // and every session, and waits for the session watchers. New calls are

@@ -58,6 +58,12 @@ func (s *httpServer) post(ctx context.Context, cs *mcp.ClientSession, body strin
 	return s.client.Do(req)
 }
 
+// ownerID is the owner id from the whoami test tool's "<owner> <workdir>".
+func ownerID(whoami string) string {
+	id, _, _ := strings.Cut(whoami, " ")
+	return id
+}
+
 func ownerCount(f *Front) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -79,8 +85,14 @@ func TestHTTPSessionsAreIsolated(t *testing.T) {
 			}
 			whoA, _ := callText(t, a, "whoami", nil)
 			whoB, _ := callText(t, b, "whoami", nil)
-			if !strings.HasPrefix(whoA, "mcp-"+a.ID()+" ") || !strings.HasPrefix(whoB, "mcp-"+b.ID()+" ") || a.ID() == b.ID() {
-				t.Fatalf("owners %q and %q for sessions %q and %q", whoA, whoB, a.ID(), b.ID())
+			idA, idB := ownerID(whoA), ownerID(whoB)
+			if !strings.HasPrefix(idA, "mcp-") || !strings.HasPrefix(idB, "mcp-") || idA == idB || a.ID() == b.ID() {
+				t.Fatalf("owners %q and %q for sessions %q and %q", idA, idB, a.ID(), b.ID())
+			}
+			// The session id is the session's credential: it must not
+			// become the owner id, which the shell's environment shows.
+			if strings.Contains(idA, a.ID()) || strings.Contains(idB, b.ID()) {
+				t.Fatalf("owner ids %q, %q carry the session ids", idA, idB)
 			}
 			callText(t, a, "remember", map[string]any{"value": "a1"})
 			callText(t, b, "remember", map[string]any{"value": "b1"})
@@ -93,7 +105,7 @@ func TestHTTPSessionsAreIsolated(t *testing.T) {
 
 			// The client's Close sends DELETE: the owner closes with it.
 			a.Close()
-			if got := recv(t, r.closed, "owner a to close"); got != "mcp-"+a.ID() {
+			if got := recv(t, r.closed, "owner a to close"); got != idA {
 				t.Fatalf("closed %q, want owner of session a", got)
 			}
 			if prev, _ := callText(t, b, "remember", map[string]any{"value": "b2"}); prev != "b1" {
@@ -164,7 +176,7 @@ func TestHTTPDeleteMidCallClosesOwner(t *testing.T) {
 	r := newRig(t)
 	srv := r.serveHTTP(t, HTTPOptions{})
 	cs := srv.connect(t, "")
-	callText(t, cs, "whoami", nil)
+	who, _ := callText(t, cs, "whoami", nil)
 	errc := blockOverHTTP(t, r, t.Context(), cs)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodDelete, srv.url, nil)
 	if err != nil {
@@ -182,7 +194,7 @@ func TestHTTPDeleteMidCallClosesOwner(t *testing.T) {
 	if cause := recv(t, r.stopped, "the call to be cancelled"); !errors.Is(cause, ErrSessionClosed) {
 		t.Fatalf("cause %v, want %v", cause, ErrSessionClosed)
 	}
-	if got := recv(t, r.closed, "the owner to close"); got != "mcp-"+cs.ID() {
+	if got := recv(t, r.closed, "the owner to close"); got != ownerID(who) {
 		t.Fatalf("closed %q", got)
 	}
 	recv(t, errc, "the client call to return")
@@ -196,10 +208,10 @@ func TestHTTPCallAfterOwnerClosedIsRefused(t *testing.T) {
 	r := newRig(t)
 	srv := r.serveHTTP(t, HTTPOptions{})
 	cs := srv.connect(t, "")
-	callText(t, cs, "whoami", nil)
+	who, _ := callText(t, cs, "whoami", nil)
 	// The first half of a DELETE: the owner closes, the session lives on.
 	r.f.endSessionByID(t.Context(), cs.ID())
-	if got := recv(t, r.closed, "the owner to close"); got != "mcp-"+cs.ID() {
+	if got := recv(t, r.closed, "the owner to close"); got != ownerID(who) {
 		t.Fatalf("closed %q", got)
 	}
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "whoami"})
@@ -211,10 +223,12 @@ func TestHTTPCallAfterOwnerClosedIsRefused(t *testing.T) {
 
 func TestHTTPIdleSessionCloses(t *testing.T) {
 	r := newRig(t)
-	srv := r.serveHTTP(t, HTTPOptions{IdleTimeout: 50 * time.Millisecond})
+	// Long enough that connecting and the first call, on a loaded machine
+	// under -race, never take longer: the session must expire only after.
+	srv := r.serveHTTP(t, HTTPOptions{IdleTimeout: time.Second})
 	cs := srv.connect(t, "")
-	callText(t, cs, "whoami", nil)
-	if got := recv(t, r.closed, "the idle session's owner to close"); got != "mcp-"+cs.ID() {
+	who, _ := callText(t, cs, "whoami", nil)
+	if got := recv(t, r.closed, "the idle session's owner to close"); got != ownerID(who) {
 		t.Fatalf("closed %q", got)
 	}
 	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "whoami"}); err == nil {
