@@ -74,6 +74,9 @@ func DefaultConfig() *Config {
 }
 
 // Validate reports the first invalid field.
+// maxMillis bounds every millisecond setting.
+const maxMillis = 1<<31 - 1
+
 func (c *Config) Validate() error {
 	if c.BackendType == "" {
 		return host.FieldErrorf("backendType", "terminal-bash: backendType must be non-empty")
@@ -95,6 +98,22 @@ func (c *Config) Validate() error {
 	for _, p := range positive {
 		if p.value <= 0 {
 			return host.FieldErrorf(p.field, "terminal-bash: %s must be a positive integer", p.field)
+		}
+	}
+	// Durations are milliseconds; past 2^31 (24.8 days, the bound the
+	// original's timers had) they are surely a mistake, and far past it they
+	// overflow time.Duration.
+	for _, p := range []struct {
+		field string
+		value int
+	}{
+		{"idleSilenceMs", c.IdleSilenceMs},
+		{"timeoutMs", c.TimeoutMs},
+		{"disposeGraceMs", c.DisposeGraceMs},
+		{"stdinProbeMaxMs", c.StdinProbeMaxMs},
+	} {
+		if p.value > maxMillis {
+			return host.FieldErrorf(p.field, "terminal-bash: %s must not exceed %d", p.field, maxMillis)
 		}
 	}
 	if c.Rows > maxTermSize {

@@ -27,6 +27,8 @@ func TestConfigValidate(t *testing.T) {
 		{"zero timeout", func(c *Config) { c.TimeoutMs = 0 }, "timeoutMs", "terminal-bash: timeoutMs must be a positive integer"},
 		{"zero grace", func(c *Config) { c.DisposeGraceMs = 0 }, "disposeGraceMs", "terminal-bash: disposeGraceMs must be a positive integer"},
 		{"zero probe", func(c *Config) { c.StdinProbeMaxMs = 0 }, "stdinProbeMaxMs", "terminal-bash: stdinProbeMaxMs must be a positive integer"},
+		{"huge timeout", func(c *Config) { c.TimeoutMs = 1 << 31 }, "timeoutMs", "terminal-bash: timeoutMs must not exceed 2147483647"},
+		{"huge grace", func(c *Config) { c.DisposeGraceMs = 1 << 40 }, "disposeGraceMs", "terminal-bash: disposeGraceMs must not exceed 2147483647"},
 		{"read over scrollback", func(c *Config) { c.MaxReadBytes = c.ScrollbackMaxBytes + 1 }, "maxReadBytes", "terminal-bash: maxReadBytes must not exceed scrollbackMaxBytes"},
 	}
 	for _, tt := range tests {

@@ -44,7 +44,7 @@
 //     the last output, and then at doubling intervals up to stdinProbeMaxMs
 //     while the terminal stays quiet: the foreground group is proven, from
 //     /proc, to be blocked reading this terminal (proc.WaitingOnTerminal),
-//     and nothing typed is left unread (proc.InputPending, after making the
+//     and nothing typed is left unread (TIOCINQ on the slave, after making the
 //     kernel deliver what was written, so the wait seen cannot be the one
 //     from before the write). That is cat, an interpreter, a pager, a
 //     password prompt, or bash itself in `read`, at a continuation prompt,

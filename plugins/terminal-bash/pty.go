@@ -196,6 +196,23 @@ func (t *ptyPair) landInput() error {
 	return err
 }
 
+// pendingInput is the number of bytes typed into the terminal that no
+// program has read yet (TIOCINQ on the slave this side holds open).
+func (t *ptyPair) pendingInput() (int, error) {
+	var n int
+	var ioctlErr error
+	err := t.slaveRaw.Control(func(fd uintptr) {
+		n, ioctlErr = unix.IoctlGetInt(int(fd), unix.TIOCINQ)
+	})
+	if err == nil {
+		err = ioctlErr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pending input on %s: %w", t.slavePath, err)
+	}
+	return n, nil
+}
+
 // flushInput discards input typed into the terminal that no program has
 // read yet, as the kernel does when ^C is typed: an interrupted command's
 // unread text must not run as the next command.

@@ -172,8 +172,8 @@ func (s *session) wake() {
 	if !sn.startup && !sn.inputBusy() && !now.Before(s.nextProbe) {
 		gen := s.boundaries
 		s.mu.Unlock()
-		proven := s.proveWaiting() && s.drain(drainProofReads)
 		s.track(now)
+		proven := s.proveWaiting() && s.drain(drainProofReads)
 		s.mu.Lock()
 		now = time.Now()
 		s.proofLocked(sn, proven, gen, now)
@@ -246,7 +246,7 @@ func (s *session) drain(maxReads int) bool {
 // (cat, an interpreter, a pager, a password prompt) waits for input.
 func (s *session) proveWaiting() bool {
 	fg, err := s.term.foreground()
-	return err == nil && s.groupWaiting(fg)
+	return err == nil && s.groupWaiting(fg, s.snap)
 }
 
 // groupWaiting reports whether some process of group pgid is blocked
@@ -259,15 +259,22 @@ func (s *session) proveWaiting() bool {
 // blocked reader mean the reader has taken everything and waits for more.
 // (Signals need no such step: kill wakes a blocked reader before it
 // returns, and /proc shows a woken thread as running.)
-func (s *session) groupWaiting(pgid int) bool {
+//
+// The group's leader is probed live; its other members (a pipeline) come
+// from snap, the tracker's latest /proc walk, so a probe never walks /proc
+// itself. A member that joined since is missed until the next walk, which
+// only delays a proof. An empty snapshot probes the leader alone.
+func (s *session) groupWaiting(pgid int, snap *proc.Snapshot) bool {
 	if err := s.term.landInput(); err != nil {
 		return false
 	}
-	waiting, err := proc.WaitingOnTerminal(pgid, s.term.slaveRdev)
-	if err != nil || !waiting {
+	if snap == nil {
+		snap = &proc.Snapshot{}
+	}
+	if !snap.WaitingOnTerminal(pgid, s.term.slaveRdev) {
 		return false
 	}
-	pending, err := proc.InputPending(s.term.slavePath)
+	pending, err := s.term.pendingInput()
 	return err == nil && pending == 0
 }
 
@@ -380,5 +387,6 @@ func (s *session) track(now time.Time) {
 	s.lastTracked = now
 	if snap, err := proc.Scan(); err == nil {
 		s.target.Tracker.Refresh(snap)
+		s.snap = snap
 	}
 }

@@ -75,6 +75,9 @@ type session struct {
 	rbuf        []byte
 	pause       *time.Timer // bounds a backpressure pause; made on first use
 	lastTracked time.Time
+	// snap is the tracker's latest /proc walk; the stdin probe takes the
+	// foreground group's members from it. Read loop only.
+	snap *proc.Snapshot
 
 	resume   chan struct{} // capacity 1: a streaming caller pulled output
 	loopDone chan struct{}

@@ -136,7 +136,7 @@ func (s *session) awaitShellBlocked(done <-chan struct{}) {
 	var timer *time.Timer
 	for delay := time.Millisecond; ; delay *= 2 {
 		fg, err := s.term.foreground()
-		if err != nil || fg != s.pid || s.groupWaiting(s.pid) || delay > shellBlockWait {
+		if err != nil || fg != s.pid || s.groupWaiting(s.pid, nil) || delay > shellBlockWait {
 			return
 		}
 		if timer == nil {

@@ -88,12 +88,3 @@ func groupSettled(b *testing.B, pgid int) bool {
 	}
 	return true
 }
-
-func BenchmarkInputPending(b *testing.B) {
-	sh := startShell(b, nil)
-	for b.Loop() {
-		if _, err := InputPending(sh.ttyPath); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

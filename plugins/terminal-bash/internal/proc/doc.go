@@ -10,8 +10,9 @@
 // the signal sent through the pidfd, so a recycled pid is never signalled.
 // Pid 1, this process and its process group are never signalled at all.
 //
-// A Snapshot is one walk of /proc. The session takes one per poll and asks
-// it everything for that moment (descendants, session and group members,
+// A Snapshot is one walk of /proc. The session takes one per tracker
+// refresh and asks it everything for that moment (descendants, session and
+// group members,
 // and through Snapshot.WaitingOnTerminal the other members of the
 // foreground group), instead of walking /proc again for each question: on
 // the 2-vCPU test VM a walk costs about 12 µs per process, while the probe
@@ -32,9 +33,7 @@
 // WaitingOnTerminal proves that a process group is blocked reading a given
 // terminal, from /proc/<pid>/task/<tid>/syscall, the memory of the
 // select/poll arguments, and epoll fdinfo, checking that the descriptor
-// waited on really is that terminal. InputPending tells typed-but-unread
-// input (the shell has not got to it yet) from an empty queue (whoever
-// reads is waiting for more).
+// waited on really is that terminal.
 //
 // # Which mechanism catches which escape
 //

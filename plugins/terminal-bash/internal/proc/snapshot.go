@@ -18,6 +18,9 @@ var ErrNoProcfs = errors.New("procfs unavailable")
 // Snapshot is one walk of /proc: the stat of every process at (nearly) one
 // moment. Every query for that moment reuses it instead of walking again.
 // A Snapshot is immutable and safe for concurrent use.
+//
+// The zero Snapshot holds no processes; its WaitingOnTerminal probes only a
+// group's leader.
 type Snapshot struct {
 	stats []Stat      // sorted by pid
 	index map[int]int // pid → position in stats

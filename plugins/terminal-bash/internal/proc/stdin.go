@@ -5,7 +5,6 @@ package proc
 import (
 	"bytes"
 	"encoding/binary"
-	"io/fs"
 	"math"
 	"runtime"
 	"strconv"
@@ -420,25 +419,4 @@ func (p prober) readMem(addr uint64, buf []byte) bool {
 	defer unix.Close(fd)
 	n, err := unix.Pread(fd, buf, int64(addr))
 	return err == nil && n == len(buf)
-}
-
-// InputPending returns how many bytes of input the terminal at ttyPath
-// (the pty slave, /dev/pts/N) holds that no process has read yet
-// (TIOCINQ). In canonical mode (ICANON, e.g. while bash runs the read
-// builtin or cat) only completed lines count, because only those are
-// readable; in raw mode (readline at the prompt) every byte counts. The
-// slave is opened with O_NOCTTY, so the caller never acquires it as a
-// controlling terminal, and O_NONBLOCK, so the open cannot wait for a
-// carrier.
-func InputPending(ttyPath string) (int, error) {
-	fd, err := unix.Open(ttyPath, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, &fs.PathError{Op: "open", Path: ttyPath, Err: err}
-	}
-	defer unix.Close(fd)
-	n, err := unix.IoctlGetInt(fd, unix.TIOCINQ)
-	if err != nil {
-		return 0, &fs.PathError{Op: "ioctl TIOCINQ", Path: ttyPath, Err: err}
-	}
-	return n, nil
 }

@@ -76,8 +76,8 @@ func TestWaitingOnTerminalProves(t *testing.T) {
 			} else {
 				// At its prompt bash waits on the terminal as well (pselect6),
 				// so this case shows only that the read builtin's read(0) is
-				// proven too; InputPending tells the two apart for the
-				// session.
+				// proven too; the session tells the two apart by whether
+				// typed input is still unread.
 				sh.expect(regexp.MustCompile(`READY\r?\n`))
 			}
 			// Entering the blocking call has no event: re-check.
@@ -250,44 +250,6 @@ func TestParseEpollTargets(t *testing.T) {
 	if got := parseEpollTargets([]byte(in)); !slices.Equal(got, want) {
 		t.Errorf("parseEpollTargets = %+v, want %+v", got, want)
 	}
-}
-
-func TestInputPending(t *testing.T) {
-	sh := startShell(t, nil)
-	gate := newFIFO(t, t.TempDir()+"/gate")
-	// The shell waits on the FIFO, not on the terminal, while we type.
-	sh.run(`read -r _ <` + gate.Name() + `; read -r x; echo "GOT:$x."`)
-	eventually(t, "the shell to wait on the gate", func() bool {
-		kind, _, ok := mainSyscall(sh.id.PID)
-		return ok && kind == waitRead && !sh.waitingOnTTY()
-	})
-	if _, err := sh.master.Write([]byte("hello\n")); err != nil {
-		t.Fatal(err)
-	}
-	// The line discipline takes input from the master asynchronously.
-	eventually(t, "typed input to be pending", func() bool {
-		n, err := InputPending(sh.ttyPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n == len("hello\n")
-	})
-	writeLine(t, gate, "open")
-	sh.expect(regexp.MustCompile(`GOT:hello\.`))
-	if n, err := InputPending(sh.ttyPath); err != nil || n != 0 {
-		t.Errorf("after the read: InputPending = %d, %v; want 0", n, err)
-	}
-	if _, err := InputPending(t.TempDir() + "/missing"); err == nil {
-		t.Error("InputPending on a missing path succeeded")
-	}
-}
-
-func (s *shell) waitingOnTTY() bool {
-	ok, err := WaitingOnTerminal(s.id.PID, s.tty)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return ok
 }
 
 // TestProbeMissesWhatItCannotReadWhole: a select set or an epoll interest
