@@ -62,6 +62,80 @@ type Session interface {
 	Close(ctx context.Context, reason string) error
 }
 
+// Executor is implemented by sessions that can run a command line as one
+// unit and learn how it ended from the shell itself, out of band: a shell
+// backend with a command protocol (see the shell backend's package
+// documentation for one). A session that is not an Executor can only be
+// typed into (StartSend).
+type Executor interface {
+	// Exec runs req.Command as one command line of the shell and returns
+	// the send that follows it. The shell must be at its prompt: the
+	// previous command has ended (ErrShellBusy otherwise); the one-send
+	// rule and the errors of StartSend apply too.
+	//
+	// The send settles as any send does. When the command has ended, its
+	// result's Exec field says how (ExecCompleted with the exit status, or
+	// ExecAbandoned when the shell came back to its prompt without finishing
+	// the line, as after an interrupt) and Prompt is set. When it settles
+	// earlier (a program waiting for input, silence, the deadline, the shell
+	// exiting), Exec.State says whether the command had started; a caller
+	// that signals the foreground then waits for the rest with an empty
+	// StartSend, whose result carries the same command's Exec field.
+	Exec(ctx context.Context, req ExecRequest) (Send, error)
+}
+
+// ExecRequest is the input of Executor.Exec.
+type ExecRequest struct {
+	// Command is shell text, run as one unit in the shell's own context:
+	// any number of lines, here-documents and all; a syntax error is the
+	// command's failure, never a shell waiting for more input. Non-empty,
+	// without NUL bytes.
+	Command string
+	// Timeout bounds this send; zero means the backend's configured bound.
+	Timeout time.Duration
+	// Stream is SendRequest.Stream.
+	Stream bool
+}
+
+// ExecState is how far a command started by Exec has got.
+type ExecState string
+
+const (
+	// ExecPending: the command has been handed to the shell, which has not
+	// taken it. If the shell exits now, the command never ran.
+	ExecPending ExecState = "pending"
+	// ExecRunning: the shell has taken the command and it has not ended.
+	ExecRunning ExecState = "running"
+	// ExecCompleted: the command line ran to its end; ExitCode is its
+	// status, as the shell reported it out of band.
+	ExecCompleted ExecState = "completed"
+	// ExecAbandoned: the shell is back at its prompt but the command line
+	// did not run to its end (an interrupt ended it, or it replaced the
+	// shell's plumbing). ExitCode is the status the shell reported, or -1.
+	ExecAbandoned ExecState = "abandoned"
+)
+
+// ExecResult describes the command of an Exec, on the results of its sends.
+type ExecResult struct {
+	State ExecState
+	// ExitCode: see ExecCompleted and ExecAbandoned; -1 otherwise.
+	ExitCode int
+	// Notices are the shell's job notices at the command's end, one per
+	// line ("[1]+  Done  sleep 1"), without the announcements of jobs the
+	// command started. They are not part of the output stream.
+	Notices string
+	// Background is what the terminal showed between the previous send and
+	// this Exec: output of background jobs, which the caller has not seen.
+	// It is set on the result of the Exec's own send only.
+	Background string
+	// BackgroundTruncated: older background output was dropped before the
+	// Exec, beyond the backend's bound (maxReadBytes).
+	BackgroundTruncated bool
+	// Continued reports that the shell had been stopped (SIGSTOP) and the
+	// backend continued it, on the send during which that happened.
+	Continued bool
+}
+
 // SendRequest is the input of one send.
 type SendRequest struct {
 	// Text is written to the terminal as is. Empty text with Submit false
@@ -113,10 +187,13 @@ type SendResult struct {
 	// only, never older history.
 	Truncated bool
 	// Prompt reports that the send settled because the shell came back to
-	// its controlled prompt (Reason is then WaitStdinRead): the shell itself,
-	// not a program it runs, is waiting for the next command. Backends
-	// without a controlled prompt leave it false.
+	// its prompt (Reason is then WaitStdinRead): the shell itself, not a
+	// program it runs, is proven to wait for the next command. Backends that
+	// cannot tell leave it false.
 	Prompt bool
+	// Exec describes the command of the Exec this send belongs to; nil for
+	// sends outside an Exec.
+	Exec *ExecResult
 }
 
 // WaitReason says why a send settled.
@@ -212,6 +289,8 @@ var (
 	ErrUnsupportedSignal = errors.New("terminal: unsupported signal")
 	ErrNoForeground      = errors.New("terminal: cannot resolve the foreground process group")
 	ErrRefuseKillShell   = errors.New("terminal: refusing to SIGKILL the terminal shell; close the session instead")
+	ErrExecUnsupported   = errors.New("terminal: session cannot run commands (not an Executor)")
+	ErrShellBusy         = errors.New("terminal: the shell is not at its prompt")
 )
 
 // CleanupError reports that a backend's startup failed and cleaning up what

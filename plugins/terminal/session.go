@@ -41,6 +41,27 @@ func (s *Service) openLocked(owner *host.Owner, id string) (*record, error) {
 // Output returns io.EOF. A caller must therefore wait for (or drain) every
 // send it starts; abandoning one keeps the session busy until it closes.
 func (s *Service) StartSend(ctx context.Context, owner *host.Owner, id string, req SendRequest) (Send, error) {
+	return s.withSlot(ctx, owner, id, func(session Session) (Send, error) {
+		return session.StartSend(ctx, req)
+	})
+}
+
+// Exec runs a command line in session id of owner (see Executor). It checks
+// what StartSend checks, in the same order, then that the session's backend
+// can run commands (ErrExecUnsupported).
+func (s *Service) Exec(ctx context.Context, owner *host.Owner, id string, req ExecRequest) (Send, error) {
+	return s.withSlot(ctx, owner, id, func(session Session) (Send, error) {
+		x, ok := session.(Executor)
+		if !ok {
+			return nil, errorf(ErrExecUnsupported, "PTY session %s cannot run commands", id)
+		}
+		return x.Exec(ctx, req)
+	})
+}
+
+// withSlot reserves session id's send slot for start, which runs outside
+// the service lock; the slot is released if start fails.
+func (s *Service) withSlot(ctx context.Context, owner *host.Owner, id string, start func(Session) (Send, error)) (Send, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -58,12 +79,11 @@ func (s *Service) StartSend(ctx context.Context, owner *host.Owner, id string, r
 		s.mu.Unlock()
 		return nil, errorf(ErrSendActive, "PTY session %s already has an active send", id)
 	}
-	// Reserve the slot before calling the backend, outside the lock.
 	ls := &liveSend{svc: s, rec: r}
 	r.send = ls
 	s.mu.Unlock()
 
-	send, err := r.session.StartSend(ctx, req)
+	send, err := start(r.session)
 	if err != nil {
 		ls.release()
 		return nil, err
