@@ -44,6 +44,7 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	keepInheritedFromShells()
 	path, args := cfg.shell()
 	b := &Backend{
 		typ:       cfg.BackendType,
@@ -116,16 +117,30 @@ func (b *Backend) closeBudget() time.Duration { return 8*b.cfg.grace + 5*time.Se
 // (isolated realms) can mint the same session id.
 var cgroupSeq atomic.Uint64
 
-// start allocates the PTY, starts the shell (in its own cgroup when
-// possible) and the session's two goroutines: the read loop and the
-// reaper. The session waits for its first prompt as an internal send,
-// which start returns.
+// start allocates the PTY and the control channel, starts the shell (in
+// its own cgroup when possible) and the session's three goroutines: the read
+// loop, the control channel's reader and the reaper. The session waits for
+// the shell to install the plumbing and reach its prompt as an internal
+// send, which start returns.
 func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 	term, err := openTerminal(b.cfg.rows, b.cfg.cols)
 	if err != nil {
 		return nil, nil, fmt.Errorf("terminal-bash: %w", err)
 	}
-	env := shellEnv(b.environ(), spec.OwnerID, spec.SessionID)
+	ctl, err := newControl(os.Getpid())
+	if err != nil {
+		term.close()
+		return nil, nil, fmt.Errorf("terminal-bash: %w", err)
+	}
+	// undo releases what start made, if it fails.
+	undo := func(cg *proc.Cgroup) {
+		term.close()
+		ctl.close()
+		if cg != nil {
+			cg.Close()
+		}
+	}
+	env := shellEnv(b.environ(), spec.OwnerID, spec.SessionID, ctl.hook)
 	cg := b.newCgroup(spec.SessionID)
 	fd := -1
 	if cg != nil {
@@ -147,10 +162,7 @@ func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 		}
 	}
 	if err != nil {
-		term.close()
-		if cg != nil {
-			cg.Close()
-		}
+		undo(cg)
 		return nil, nil, fmt.Errorf("terminal-bash: start %s: %w", b.shellPath, err)
 	}
 	pid := cmd.Process.Pid
@@ -159,18 +171,16 @@ func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 	if err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
-		term.close()
-		if cg != nil {
-			cg.Close()
-		}
+		undo(cg)
 		return nil, nil, fmt.Errorf("terminal-bash: identify shell %d: %w", pid, err)
 	}
 
-	s := newSession(spec.SessionID, b.cfg, b.log.With("session", spec.SessionID), term)
-	s.cmd, s.pid = cmd, pid
+	s := newSession(spec.SessionID, b.cfg, b.log.With("session", spec.SessionID), term, ctl)
+	s.shellCmd, s.pid = cmd, pid
 	s.target = proc.Target{Shell: shell, Tracker: proc.NewTracker(shell), Cgroup: cg}
 	s.forget = b.forget
-	sn := newSend(s, terminal.SendRequest{}, time.Now().Add(b.cfg.timeout))
+	now := time.Now()
+	sn := newSend(s, false, now.Add(b.cfg.timeout))
 	sn.startup = true
 	s.slot, s.live = sn, sn
 
@@ -182,9 +192,11 @@ func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 	b.mu.Unlock()
 
 	s.mu.Lock()
+	s.boundaryLocked(now)
 	s.armLocked()
 	s.mu.Unlock()
 	go s.readLoop()
+	go s.readRecords()
 	go s.waitShell()
 	if shutdown {
 		cctx, cancel := context.WithTimeout(context.Background(), b.closeBudget())

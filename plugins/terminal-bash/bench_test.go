@@ -10,56 +10,55 @@ import (
 	"github.com/dshdev/dsh/plugins/terminal"
 )
 
-// BenchmarkSendTrue measures a send of `true` settled by the prompt marker:
-// write, echo, bash running the builtin, the marker and prompt, settle.
+// BenchmarkExecTrue measures the hot path of the bash tool: Exec of `true`
+// until its end record has come and the terminal is drained. The command
+// goes into the input channel, one line is typed, bash reads both, and the
+// plumbing reports the end.
+func BenchmarkExecTrue(b *testing.B) {
+	s := benchSession(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		sn, err := s.Exec(ctx, terminal.ExecRequest{Command: "true", Stream: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := sn.Output(ctx); err != io.EOF {
+			b.Fatalf("output: %v", err)
+		}
+		res, err := sn.Wait(ctx)
+		if err != nil || res.Exec == nil || res.Exec.State != terminal.ExecCompleted {
+			b.Fatalf("result %+v, %v", res, err)
+		}
+	}
+}
+
+// BenchmarkSendTrue measures a line typed by hand: `true` and Enter, settled
+// when the prompt hook's claim is proven from /proc.
 func BenchmarkSendTrue(b *testing.B) {
 	s := benchSession(b)
+	ctx := context.Background()
 	b.ReportAllocs()
-	sendTrueLoop(b, s)
-}
-
-// BenchmarkSendTrueNoMarker is BenchmarkSendTrue after `PROMPT_COMMAND=`:
-// without the marker the stdin proof has to notice bash back at its prompt.
-func BenchmarkSendTrueNoMarker(b *testing.B) {
-	s := benchSession(b)
-	ctx := context.Background()
-	sn, err := s.StartSend(ctx, terminal.SendRequest{Text: "PROMPT_COMMAND=", Submit: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := sn.Wait(ctx); err != nil {
-		b.Fatal(err)
-	}
-	sendTrueLoop(b, s)
-}
-
-// sendTrueLoop sends `true` until the benchmark is done, requiring each
-// send to settle with the shell waiting for input again.
-func sendTrueLoop(b *testing.B, s terminal.Session) {
-	ctx := context.Background()
 	for b.Loop() {
 		sn, err := s.StartSend(ctx, terminal.SendRequest{Text: "true", Submit: true})
 		if err != nil {
 			b.Fatal(err)
 		}
 		res, err := sn.Wait(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if res.Reason != terminal.WaitStdinRead {
-			b.Fatalf("reason %s, viewport %q", res.Reason, res.Viewport)
+		if err != nil || !res.Prompt {
+			b.Fatalf("reason %s (prompt %v), %v", res.Reason, res.Prompt, err)
 		}
 	}
 }
 
-// BenchmarkSeq100k streams `seq 1 100000` (588,895 bytes of output) to a
+// BenchmarkExecSeq100k streams `seq 1 100000` (588,895 bytes of output) to a
 // caller that pulls every line.
-func BenchmarkSeq100k(b *testing.B) {
+func BenchmarkExecSeq100k(b *testing.B) {
 	s := benchSession(b)
 	ctx := context.Background()
 	b.SetBytes(588895)
 	for b.Loop() {
-		sn, err := s.StartSend(ctx, terminal.SendRequest{Text: "seq 1 100000", Submit: true, Stream: true})
+		sn, err := s.Exec(ctx, terminal.ExecRequest{Command: "seq 1 100000", Stream: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -75,18 +74,16 @@ func BenchmarkSeq100k(b *testing.B) {
 			lines += strings.Count(text, "\n")
 		}
 		res, err := sn.Wait(ctx)
-		if err != nil || res.Reason != terminal.WaitStdinRead || lines != 100001 {
-			b.Fatalf("reason %s, lines %d, err %v", res.Reason, lines, err)
+		if err != nil || res.Exec == nil || res.Exec.State != terminal.ExecCompleted || lines != 100000 {
+			b.Fatalf("result %+v, lines %d, err %v", res.Exec, lines, err)
 		}
 	}
 }
 
-// BenchmarkSpawn measures a spawn up to the first prompt, and its close.
+// BenchmarkSpawn measures a spawn up to the shell ready at its prompt, and
+// its close.
 func BenchmarkSpawn(b *testing.B) {
-	be, err := NewBackend(DefaultConfig(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	be := benchBackend(b)
 	ctx := context.Background()
 	for b.Loop() {
 		s, err := be.Spawn(ctx, terminal.SpawnSpec{SessionID: "bench", OwnerID: "bench"})
@@ -101,22 +98,25 @@ func BenchmarkSpawn(b *testing.B) {
 	}
 }
 
-func benchSession(b *testing.B) terminal.Session {
+func benchBackend(b *testing.B) *Backend {
 	be, err := NewBackend(DefaultConfig(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	s, err := be.Spawn(ctx, terminal.SpawnSpec{SessionID: "bench", OwnerID: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
 	b.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := s.Close(cctx, "bench"); err != nil {
+		if err := be.Close(ctx); err != nil {
 			b.Error(err)
 		}
 	})
-	return s
+	return be
+}
+
+func benchSession(b *testing.B) *session {
+	s, err := benchBackend(b).Spawn(context.Background(), terminal.SpawnSpec{SessionID: "bench", OwnerID: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s.(*session)
 }

@@ -24,11 +24,11 @@ type closeCall struct {
 // finishExitLocked), or right here when the read loop has already ended.
 func (s *session) waitShell() {
 	defer close(s.waitDone)
-	err := s.cmd.Wait()
-	st := exitStatus(s.cmd.ProcessState)
+	err := s.shellCmd.Wait()
+	st := exitStatus(s.shellCmd.ProcessState)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err != nil && s.cmd.ProcessState == nil {
+	if err != nil && s.shellCmd.ProcessState == nil {
 		s.log.Warn("shell wait failed", "err", err)
 	}
 	s.status = st
@@ -143,6 +143,18 @@ func (s *session) teardown(ctx context.Context) error {
 		return err
 	}
 	<-s.loopDone
+	// Not under the lock: closing out waits for its reader, which takes
+	// the lock to hand over what it read.
+	if err := s.ctl.closeRecords(); err != nil {
+		return err
+	}
+	<-s.ctlDone
+	s.mu.Lock()
+	err = s.ctl.close()
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	s.workers.Wait()
 	if cg := s.target.Cgroup; cg != nil {
 		if err := cg.Close(); err != nil {

@@ -14,8 +14,11 @@ type Config struct {
 	// ShellPath is the shell executable. Empty selects /bin/bash.
 	ShellPath string `json:"shellPath"`
 	// ShellArgs are the shell's arguments. Empty selects
-	// ["--noprofile", "--norc", "-i"]: an interactive bash that reads no
-	// startup files, so the controlled prompt is the only prompt.
+	// ["--noediting", "--noprofile", "--norc", "-i"]: an interactive bash
+	// that reads no startup files and has no line editor. The shell
+	// protocol types whole lines, which the terminal hands to bash at once;
+	// a shell started with a line editor has it turned off when it first
+	// reaches its prompt, at the cost of one more typed line.
 	ShellArgs []string `json:"shellArgs"`
 	// Rows is the terminal height in lines.
 	Rows int `json:"rows"`
@@ -53,7 +56,7 @@ const (
 	maxTermSize      = 1<<16 - 1
 )
 
-func defaultShellArgs() []string { return []string{"--noprofile", "--norc", "-i"} }
+func defaultShellArgs() []string { return []string{"--noediting", "--noprofile", "--norc", "-i"} }
 
 // DefaultConfig returns the configuration a deployment starts from.
 func DefaultConfig() *Config {

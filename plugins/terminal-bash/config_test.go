@@ -57,7 +57,7 @@ func TestConfigShellDefaults(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.ShellPath, cfg.ShellArgs = "", nil
 	path, args := cfg.shell()
-	if path != "/bin/bash" || !slices.Equal(args, []string{"--noprofile", "--norc", "-i"}) {
+	if path != "/bin/bash" || !slices.Equal(args, []string{"--noediting", "--noprofile", "--norc", "-i"}) {
 		t.Errorf("empty shell settings give %s %q", path, args)
 	}
 	cfg.ShellPath, cfg.ShellArgs = "/usr/bin/env", []string{"bash", "-i"}

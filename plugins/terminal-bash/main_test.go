@@ -113,36 +113,61 @@ func wait(t testing.TB, sn terminal.Send) terminal.SendResult {
 	return res
 }
 
-// mustPrompt runs text and requires it to settle on the prompt.
+// mustExec runs command through Exec, streaming, and requires it to
+// complete; it returns the output (with the line being written last) and
+// the result.
+func mustExec(t testing.TB, s *session, command string) (string, terminal.SendResult) {
+	t.Helper()
+	out, res := execute(t, s, command)
+	if res.Exec == nil || res.Exec.State != terminal.ExecCompleted || !res.Prompt {
+		t.Fatalf("%q: settled %s (prompt %v) with %+v, want completed", command, res.Reason, res.Prompt, res.Exec)
+	}
+	return out, res
+}
+
+// execute runs command through Exec, streaming, until its first settle.
+func execute(t testing.TB, s *session, command string) (string, terminal.SendResult) {
+	t.Helper()
+	sn, err := s.Exec(context.Background(), terminal.ExecRequest{Command: command, Stream: true})
+	if err != nil {
+		t.Fatalf("exec %q: %v", command, err)
+	}
+	out := drainOutput(t, sn)
+	res := wait(t, sn)
+	return out + res.Viewport[strings.LastIndexByte(res.Viewport, '\n')+1:], res
+}
+
+// mustPrompt types text and requires the send to settle with the shell
+// back at its prompt.
 func mustPrompt(t testing.TB, s *session, text string) terminal.SendResult {
 	t.Helper()
 	res := run(t, s, text, sendOpts{})
-	if res.Reason != terminal.WaitStdinRead || !res.Prompt || !strings.HasSuffix(res.Viewport, promptText) {
+	if res.Reason != terminal.WaitStdinRead || !res.Prompt {
 		t.Fatalf("%q settled %s (prompt %v) with viewport %q, want stdin_read at the prompt", text, res.Reason, res.Prompt, res.Viewport)
 	}
 	return res
 }
 
-// awaitPrompt waits, with an empty send, for the shell to show its prompt
-// again, as a caller must after a signal before typing: the signal's
-// effect (a job dying, bash redrawing its prompt) takes a moment, and text
+// awaitPrompt waits, with an empty send, for the shell to be back at its
+// prompt, as a caller must after a signal before typing: the signal's
+// effect (a job dying, bash reaching its prompt) takes a moment, and text
 // typed meanwhile would go to whoever still reads the terminal.
 func awaitPrompt(t testing.TB, s *session) {
 	t.Helper()
 	res := run(t, s, "", sendOpts{noSubmit: true})
-	if res.Reason != terminal.WaitStdinRead || !res.Prompt || !strings.HasSuffix(res.Viewport, promptText) {
+	if res.Reason != terminal.WaitStdinRead || !res.Prompt {
 		t.Fatalf("waiting for the prompt: %s (prompt %v) %q", res.Reason, res.Prompt, res.Viewport)
 	}
 }
 
-// outputLines is the output of a settled send, without the echoed command
-// line and the prompt after it.
+// outputLines is the output of a settled send, line by line. Nothing
+// typed is echoed and the prompt is empty, so that is all the viewport
+// holds.
 func outputLines(vp string) []string {
-	lines := strings.Split(vp, "\n")
-	if len(lines) < 2 {
+	if vp == "" {
 		return nil
 	}
-	return lines[1 : len(lines)-1]
+	return strings.Split(strings.TrimSuffix(vp, "\n"), "\n")
 }
 
 // awaitLine pulls output until a line equal to want arrives.

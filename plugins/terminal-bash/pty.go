@@ -70,11 +70,62 @@ func openTerminal(rows, cols int) (*ptyPair, error) {
 	if t.raw, err = t.master.SyscallConn(); err == nil {
 		t.slaveRaw, err = slave.SyscallConn()
 	}
+	if err == nil {
+		err = t.lineMode()
+	}
 	if err != nil {
 		t.close()
 		return nil, fmt.Errorf("pty: %w", err)
 	}
 	return t, nil
+}
+
+// lineMode puts the terminal's input side in the state typing a command
+// line needs, if a program left it otherwise: canonical input (the shell
+// reads the line whole), no echo of what is typed (the line is plumbing),
+// no translation of the line's newline or letters, and no printable
+// character doing a line-editing job. It costs one ioctl when nothing has
+// to change. Output processing is left alone: the renderer takes what
+// comes.
+func (t *ptyPair) lineMode() error {
+	var tio *unix.Termios
+	var ioErr error
+	err := t.slaveRaw.Control(func(fd uintptr) { tio, ioErr = unix.IoctlGetTermios(int(fd), unix.TCGETS) })
+	if err == nil {
+		err = ioErr
+	}
+	if err != nil {
+		return fmt.Errorf("read %s settings: %w", t.slavePath, err)
+	}
+	want := *tio
+	want.Lflag = want.Lflag&^(unix.ECHO|unix.ECHONL) | unix.ICANON
+	want.Iflag &^= unix.INLCR | unix.IGNCR | unix.IUCLC | unix.ISTRIP
+	for i, def := range lineChars {
+		if c := want.Cc[i]; c >= 0x20 && c < 0x7f {
+			want.Cc[i] = def
+		}
+	}
+	if want == *tio {
+		return nil
+	}
+	err = t.slaveRaw.Control(func(fd uintptr) { ioErr = unix.IoctlSetTermios(int(fd), unix.TCSETS, &want) })
+	if err == nil {
+		err = ioErr
+	}
+	if err != nil {
+		return fmt.Errorf("set %s settings: %w", t.slavePath, err)
+	}
+	return nil
+}
+
+// lineChars are the special characters canonical input acts on, with their
+// usual values: one set to a printable character would edit or cut the
+// typed line.
+var lineChars = map[int]uint8{
+	unix.VINTR: 0x03, unix.VQUIT: 0x1c, unix.VERASE: 0x7f, unix.VKILL: 0x15,
+	unix.VEOF: 0x04, unix.VEOL: 0, unix.VEOL2: 0, unix.VWERASE: 0x17,
+	unix.VLNEXT: 0x16, unix.VREPRINT: 0x12, unix.VSUSP: 0x1a,
+	unix.VSTART: 0x11, unix.VSTOP: 0x13,
 }
 
 // close releases both ends; closing the master hangs the terminal up.

@@ -2,18 +2,20 @@ package terminalbash
 
 import (
 	"errors"
+	"io"
 	"os"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
-	"github.com/dshdev/dsh/plugins/terminal-bash/internal/screen"
 )
 
 // readLoop is the only reader of the master. It doubles as the session's
-// timer: the master's read deadline is set to the next moment a readiness
-// tier is due (armLocked), so a quiet terminal wakes the loop exactly then,
-// and output and timers are handled by one goroutine in order.
+// timer: the master's read deadline is set to the next moment something is
+// due (armLocked), so a quiet terminal wakes the loop exactly then, and
+// output, records and timers are handled by one goroutine in order.
 func (s *session) readLoop() {
 	defer close(s.loopDone)
 	for {
@@ -38,6 +40,45 @@ func (s *session) readLoop() {
 	}
 }
 
+// readRecords is the control channel's reader: it hands what the plumbing
+// reports to the read loop. Each read and the hand-over happen under the
+// session lock, so a record is always either still in the FIFO or in
+// s.records, never in between: recordsInFlight can trust what it sees.
+func (s *session) readRecords() {
+	defer close(s.ctlDone)
+	rc, err := s.ctl.out.SyscallConn()
+	if err != nil {
+		return
+	}
+	buf := make([]byte, 4096)
+	var p recordParser
+	for {
+		var ioErr error
+		err := rc.Read(func(fd uintptr) bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			n, err := unix.Read(int(fd), buf)
+			switch {
+			case err == unix.EAGAIN:
+				return false // wait until the FIFO is readable
+			case err == unix.EINTR:
+				return true
+			case err != nil:
+				ioErr = err
+			case n == 0:
+				ioErr = io.EOF
+			default:
+				s.records = p.feed(buf[:n], s.records)
+			}
+			s.armLocked() // wakes the read loop now
+			return true
+		})
+		if err != nil || ioErr != nil {
+			return
+		}
+	}
+}
+
 // consume renders one chunk of output and hands it on: to the scrollback,
 // and to the live send or, between sends, to the unclaimed buffer the next
 // send starts with.
@@ -48,28 +89,19 @@ func (s *session) consume(p []byte) {
 	s.renderLocked()
 	now := time.Now()
 	s.lastOutput = now
-	s.probeEvery, s.nextProbe = s.cfg.probeMin, now.Add(s.cfg.probeMin)
-	s.checkPromptLocked()
+	if s.claim == nil {
+		s.probeEvery, s.nextProbe = s.cfg.probeMin, now.Add(s.cfg.probeMin)
+	}
 	s.armLocked()
 }
 
-// renderLocked passes the filtered segments through the line renderer and
-// the prompt evidence, then delivers the committed lines.
+// renderLocked passes the filtered segments through the line renderer, then
+// delivers the committed lines.
 func (s *session) renderLocked() {
 	out := s.committed[:0]
 	for i := range s.segs {
-		seg := &s.segs[i]
-		switch seg.Kind {
-		case screen.Prompt:
-			s.ev.sawMarker()
-		case screen.Text:
-			s.ev.sawText(seg.Text)
-			out = s.lines.Write(out, *seg)
-		default:
-			s.ev.poison()
-			out = s.lines.Write(out, *seg)
-		}
-		seg.Text = "" // let the chunk's text go
+		out = s.lines.Write(out, s.segs[i])
+		s.segs[i].Text = "" // let the chunk's text go
 	}
 	s.partialStale = true
 	if len(out) > 0 {
@@ -93,22 +125,6 @@ func (s *session) syncPartialLocked() {
 	if s.partialStale {
 		s.scroll.SetPartial(s.lines.Partial())
 		s.partialStale = false
-	}
-}
-
-// checkPromptLocked is tier 0: the live send settles as soon as the output
-// ends in the controlled prompt and the shell owns the terminal again. A
-// nested shell that inherited the prompt prints the same text while it,
-// not ours, is in the foreground; the stdin proof handles that case.
-func (s *session) checkPromptLocked() {
-	if s.live == nil || s.live.inputBusy() || !s.ev.atPrompt() {
-		return
-	}
-	if fg, err := s.term.foreground(); err == nil && fg == s.pid {
-		// Only this tier knows it is the shell's own prompt: the stdin
-		// proof cannot tell bash at its prompt from bash running `read`.
-		s.live.atPrompt = true
-		s.settleLocked(s.live, terminal.WaitStdinRead)
 	}
 }
 
@@ -144,8 +160,9 @@ func (s *session) holdBack() {
 	}
 }
 
-// wake runs when the read deadline passes: a readiness tier is due, or the
-// shell has exited and its last output must be collected.
+// wake runs when the read deadline passes: records arrived, a readiness
+// check is due, or the shell has exited and its last output must be
+// collected.
 func (s *session) wake() {
 	s.mu.Lock()
 	// The deadline has expired and stays so until it is set again: clear
@@ -162,6 +179,17 @@ func (s *session) wake() {
 		s.mu.Unlock()
 		return
 	}
+	if recs := s.records; len(recs) > 0 {
+		s.records = nil
+		// What the terminal holds was written before the records: it
+		// belongs to the command they end.
+		s.mu.Unlock()
+		s.drain(drainProofReads)
+		s.mu.Lock()
+		for i := range recs {
+			s.recordLocked(&recs[i])
+		}
+	}
 	sn := s.live
 	if sn == nil {
 		s.armLocked()
@@ -169,14 +197,19 @@ func (s *session) wake() {
 		return
 	}
 	now := time.Now()
-	if !sn.startup && !sn.inputBusy() && !now.Before(s.nextProbe) {
-		gen := s.boundaries
+	if !sn.settled && !sn.inputBusy() && !now.Before(s.nextProbe) {
+		gen, learn := s.boundaries, s.claim != nil && s.claim.kind == recordReady
 		s.mu.Unlock()
 		s.track(now)
-		proven := s.proveWaiting() && s.drain(drainProofReads)
+		v := s.probe(learn)
+		if v == sawPrompt || v == sawWaiting {
+			if !s.drain(drainProofReads) {
+				v = sawNothing // still printing: not idle
+			}
+		}
 		s.mu.Lock()
 		now = time.Now()
-		s.proofLocked(sn, proven, gen, now)
+		s.verdictLocked(sn, v, gen, now)
 	}
 	switch {
 	case sn.settled:
@@ -189,32 +222,200 @@ func (s *session) wake() {
 	s.mu.Unlock()
 }
 
-// proofLocked acts on the outcome of a stdin proof that was taken without
-// the lock, when the boundary count was gen. A boundary (a signal, an
-// interrupt) or a write or interrupt that began meanwhile makes the proof
-// stale: nothing seen before a boundary may settle a send after it, and
-// tiers 0 and 1 are off while the send's input is busy. The boundary has
-// already rescheduled the probe, and the end of the write or interrupt
-// does (resumeLocked).
-func (s *session) proofLocked(sn *send, proven bool, gen uint64, now time.Time) {
-	switch {
-	case sn.settled:
-	case gen != s.boundaries || sn.inputBusy():
-	case proven:
-		// The drain may have brought the prompt in: then the shell is at
-		// its prompt, which says more than "something waits for input".
-		if s.checkPromptLocked(); !sn.settled {
+// recordLocked acts on one record of the plumbing. An end record with the
+// current command's nonce ends the command: only the line typed for it
+// carries that nonce. A prompt or ready record is a claim, proven against
+// /proc before it counts (see probe); the check is due at once, and then
+// at short intervals, since the shell is a few system calls from its
+// prompt when it writes one.
+func (s *session) recordLocked(r *record) {
+	if r.pid != s.pid {
+		return // a shell the command started
+	}
+	switch r.kind {
+	case recordEnd:
+		c := s.cur
+		if c == nil || c.ended || r.nonce != c.nonce {
+			s.log.Debug("ignored an end record that is not the current command's")
+			return
+		}
+		if r.read {
+			s.endLocked(terminal.ExecCompleted, r.status, r.notices)
+		} else {
+			s.log.Warn("the shell could not read its command (its builtins are disabled?)")
+			s.endLocked(terminal.ExecAbandoned, -1, r.notices)
+		}
+		s.idle, s.claim = true, nil
+		s.endOutputLocked()
+		if sn := s.live; sn != nil && sn.cmd == c {
+			sn.atPrompt = true
 			s.settleLocked(sn, terminal.WaitStdinRead)
 		}
-	default:
-		s.probeEvery = min(2*s.probeEvery, s.cfg.probeMax)
-		s.nextProbe = now.Add(s.probeEvery)
+	case recordPrompt, recordReady:
+		if r.kind == recordReady {
+			s.ready = true
+		}
+		s.claim = r
+		s.probeEvery, s.nextProbe = claimProbeMin, time.Now()
 	}
 }
 
-// drainProofReads bounds the reads made to collect output before a proven
-// wait settles: a terminal that keeps producing output is not idle, and
-// the loop goes back to its normal reading.
+// claimProbeMin is the first interval of the checks that prove a claim.
+const claimProbeMin = 50 * time.Microsecond
+
+// verdict is what one probe of the terminal found.
+type verdict uint8
+
+const (
+	sawNothing verdict = iota
+	// sawPrompt: the shell itself waits for its next command line.
+	sawPrompt
+	// sawWaiting: the foreground waits for input: a program, or the shell
+	// in a read builtin.
+	sawWaiting
+	// sawNoPlumbing: the shell reached a prompt without installing the
+	// plumbing (startup only).
+	sawNoPlumbing
+	// sawStopped: the shell is stopped.
+	sawStopped
+	// sawLineEditor: a shell that just installed the plumbing waits in its
+	// line editor (it replaced the shell without --noediting).
+	sawLineEditor
+)
+
+// probe looks at the terminal's foreground, from /proc, without the lock.
+// The shell is at its prompt when it is the foreground, blocked in the very
+// read(2) it makes for a command line, and has read everything typed; with
+// learn (a ready claim), that read is learnt first, for a shell that just
+// installed the plumbing (its first prompt, or one that replaced itself).
+// Otherwise a foreground blocked reading the terminal waits for input.
+func (s *session) probe(learn bool) verdict {
+	if proc.Stopped(s.pid) {
+		// A stopped shell shows the read it will restart, and takes nothing.
+		return sawStopped
+	}
+	fg, err := s.term.foreground()
+	if err != nil || s.term.landInput() != nil {
+		return sawNothing
+	}
+	if fg == s.pid {
+		if rd, ok := proc.ReadingTerminal(s.pid, s.term.slaveRdev); ok {
+			if n, err := s.term.pendingInput(); err != nil || n > 0 {
+				return sawNothing // what was typed is not taken yet
+			}
+			if s.recordsInFlight() {
+				return sawNothing // what the shell reported first comes first
+			}
+			if learn && rd.FD == 0 && (s.promptRead.Count == 0 || rd.Count == s.promptRead.Count) {
+				s.promptRead = rd
+			}
+			switch {
+			case s.promptRead.Count != 0 && rd == s.promptRead:
+				return sawPrompt
+			case !s.isReady():
+				return sawNoPlumbing
+			}
+			return sawWaiting
+		}
+		if learn && s.groupWaiting(fg, nil) {
+			// Just installed, and waiting in a line editor's read.
+			return sawLineEditor
+		}
+	}
+	if s.groupWaiting(fg, s.snap) {
+		return sawWaiting
+	}
+	return sawNothing
+}
+
+// recordsInFlight reports whether the plumbing has written records the
+// read loop has not handled: they say more than /proc can.
+func (s *session) recordsInFlight() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := s.ctl.unread()
+	return len(s.records) > 0 || err != nil || n > 0
+}
+
+func (s *session) isReady() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ready
+}
+
+// verdictLocked acts on a probe taken when the boundary count was gen. A
+// boundary or a write or interrupt that began meanwhile makes the probe
+// stale: nothing seen before a boundary may settle a send after it.
+func (s *session) verdictLocked(sn *send, v verdict, gen uint64, now time.Time) {
+	switch {
+	case sn.settled:
+		return
+	case gen != s.boundaries || sn.inputBusy():
+		return
+	case v == sawPrompt && s.cur == nil && s.claim == nil && !sn.startup:
+		// The same read waits for a continuation line of a line typed by
+		// hand: without the hook's claim, bash is waiting for input. (An
+		// Exec's line never continues: eval reads no more lines.)
+		s.settleLocked(sn, terminal.WaitStdinRead)
+		return
+	case v == sawPrompt && (!sn.startup || s.ready):
+		s.atPromptLocked(sn)
+		return
+	case v == sawWaiting && !sn.startup:
+		s.settleLocked(sn, terminal.WaitStdinRead)
+		return
+	case v == sawNoPlumbing && sn.startup && !s.initTyped:
+		// A startup file replaced PROMPT_COMMAND: type what it would run.
+		s.initTyped = true
+		if err := s.writeLocked(sn, "\\builtin . "+shellQuote(s.ctl.init)+"\n", now); err != nil {
+			s.log.Warn("typing the shell's plumbing failed", "err", err)
+		}
+		return
+	case v == sawLineEditor && s.claim != nil && !s.claim.editorOff:
+		s.claim.editorOff = true
+		if err := s.writeLocked(sn, lineModeLine, now); err != nil {
+			s.log.Warn("turning the shell's line editor off failed", "err", err)
+		}
+		return
+	case v == sawStopped:
+		s.log.Info("the shell was stopped; continuing it")
+		if err := unix.Kill(s.pid, unix.SIGCONT); err == nil {
+			s.continued = true
+		}
+		s.probeEvery, s.nextProbe = claimProbeMin, now
+		return
+	}
+	s.probeEvery = min(2*s.probeEvery, s.cfg.probeMax)
+	s.nextProbe = now.Add(s.probeEvery)
+}
+
+// atPromptLocked settles sn: the shell is proven at its prompt. A command
+// still running has been abandoned (an interrupt ended its line, or it
+// replaced the shell), with the status the claim carried.
+func (s *session) atPromptLocked(sn *send) {
+	status, notices := -1, ""
+	if r := s.claim; r != nil && r.kind == recordPrompt {
+		status, notices = r.status, r.notices
+	}
+	s.endLocked(terminal.ExecAbandoned, status, notices)
+	s.idle, s.claim = true, nil
+	s.endOutputLocked()
+	sn.atPrompt = true
+	s.settleLocked(sn, terminal.WaitStdinRead)
+}
+
+// endOutputLocked ends the output of what ran since the shell's last
+// prompt: an escape sequence or UTF-8 sequence it left unfinished is ended
+// here, so it cannot swallow what the next command prints (a terminal
+// would go on waiting for its end; a prompt usually ends it).
+func (s *session) endOutputLocked() {
+	s.segs = s.filter.Flush(s.segs[:0])
+	s.renderLocked()
+}
+
+// drainProofReads bounds the reads made to collect output before a send
+// settles: a terminal that keeps producing output is not idle, and the loop
+// goes back to its normal reading.
 const drainProofReads = 16
 
 // drainExitReads bounds the reads made to collect the output of an exited
@@ -237,16 +438,6 @@ func (s *session) drain(maxReads int) bool {
 		}
 	}
 	return false
-}
-
-// proveWaiting is tier 1: the foreground group is blocked reading the
-// terminal and has read everything typed into it. When the foreground is
-// the shell itself, that means bash sits in a builtin read (read, a
-// continuation prompt, a prompt without marker); otherwise a program
-// (cat, an interpreter, a pager, a password prompt) waits for input.
-func (s *session) proveWaiting() bool {
-	fg, err := s.term.foreground()
-	return err == nil && s.groupWaiting(fg, s.snap)
 }
 
 // groupWaiting reports whether some process of group pgid is blocked
@@ -291,8 +482,7 @@ func (s *session) endOfOutput() {
 	}
 }
 
-// settleLocked ends sn with reason. The send stops receiving output; the
-// session keeps the evidence, so a following empty send can reuse it.
+// settleLocked ends sn with reason. The send stops receiving output.
 func (s *session) settleLocked(sn *send, reason terminal.WaitReason) {
 	if sn.settled {
 		return
@@ -300,6 +490,7 @@ func (s *session) settleLocked(sn *send, reason terminal.WaitReason) {
 	s.syncPartialLocked()
 	vp, truncated := sn.viewport(s.lines.Partial(), s.cfg.maxRead)
 	sn.result = terminal.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt}
+	sn.result.Exec = s.execResultLocked(sn)
 	sn.settled = true
 	close(sn.done)
 	if sn.stopWatch != nil {
@@ -315,47 +506,47 @@ func (s *session) settleLocked(sn *send, reason terminal.WaitReason) {
 // releaseLocked frees the slot once sn has settled and nothing it started
 // is still running.
 func (s *session) releaseLocked(sn *send) {
-	if s.slot == sn && sn.settled && !sn.writing && !sn.interrupting && !sn.interruptPending {
+	if s.slot == sn && sn.settled && !sn.writing && !sn.cmdWriting && !sn.interrupting && !sn.interruptPending {
 		s.slot = nil
 	}
 }
 
-// reprobeLocked restarts the stdin-proof backoff: something happened (the
-// end of a write or an interrupt) after which the terminal may settle soon.
+// reprobeLocked restarts the proof backoff: something happened (the end of
+// a write or an interrupt) after which the terminal may settle soon.
 func (s *session) reprobeLocked() {
 	s.probeEvery = s.cfg.probeMin
 	s.nextProbe = time.Now().Add(s.probeEvery)
 	s.armLocked()
 }
 
-// boundaryLocked forgets the readiness evidence gathered so far: input is
-// about to be typed or a signal sent, and nothing the terminal showed before
-// may settle a send after it. It runs before the write or kill, so evidence
-// produced in response can never be lost to it.
+// boundaryLocked forgets the evidence gathered so far: input is about to
+// be typed or a signal sent, and nothing seen before may settle a send
+// after it. It runs before the write or kill, so evidence produced in
+// response can never be lost to it.
 func (s *session) boundaryLocked(now time.Time) {
 	s.boundaries++
-	s.ev = evidence{}
+	s.claim = nil
 	s.lastOutput = now
 	s.probeEvery, s.nextProbe = s.cfg.probeMin, now.Add(s.cfg.probeMin)
 }
 
 // armLocked sets the master's read deadline to the next moment the read
-// loop has something to decide: now when an exit awaits processing,
-// otherwise the earliest of the live send's deadline, its silence bound
-// and its next stdin proof. No live send, no deadline.
+// loop has something to decide: now when records or an exit await
+// processing, otherwise the earliest of the live send's deadline, its
+// silence bound and its next proof. No live send, no deadline.
 func (s *session) armLocked() {
 	var at time.Time
 	switch sn := s.live; {
 	case s.masterClosed:
 		return
-	case s.exitSeen && !s.exited && !s.eof:
+	case len(s.records) > 0, s.exitSeen && !s.exited && !s.eof:
 		at = time.Unix(1, 0)
 	case sn != nil:
 		at = sn.deadline
 		if !sn.startup {
 			at = earliest(at, s.lastOutput.Add(s.cfg.idle))
 		}
-		if !sn.startup && !sn.inputBusy() {
+		if !sn.inputBusy() {
 			// A busy send's probe waits for resumeLocked.
 			at = earliest(at, s.nextProbe)
 		}
@@ -377,9 +568,10 @@ func earliest(t time.Time, ts ...time.Time) time.Time {
 }
 
 // track refreshes the process tracker, at most every trackerInterval. It
-// runs on the probe path, never on the prompt path, so quick commands do not
-// pay for a /proc walk; a process that leaves the shell's session between
-// two refreshes is the cgroup's to catch. Read loop only.
+// runs on the probe path, never on the path of a command that ends with
+// its record, so quick commands do not pay for a /proc walk; a process that
+// leaves the shell's session between two refreshes is the cgroup's to catch.
+// Read loop only.
 func (s *session) track(now time.Time) {
 	if s.target.Tracker == nil || now.Sub(s.lastTracked) < s.cfg.trackerInterval {
 		return

@@ -12,16 +12,24 @@ import (
 // the ones before do not change.
 type send struct {
 	s *session
-	// startup marks the session's first wait for its prompt, which only the
-	// prompt itself, the shell's exit or the deadline can settle.
+	// startup marks the session's first wait, for the plumbing to report
+	// that it is installed and the shell to be at its prompt; only that, the
+	// shell's exit or the deadline settle it.
 	startup  bool
 	stream   bool
 	deadline time.Time
+	// cmd is the command of the Exec this send belongs to: the Exec's own
+	// send, or a send started while the command had not been reported
+	// ended. nil outside an Exec.
+	cmd *command
+	// exec marks the Exec's own send, whose result carries the background
+	// output from before the command.
+	exec bool
 
 	out     outBuf
 	settled bool
 	result  terminal.SendResult
-	// atPrompt: settling at the shell's controlled prompt (tier 0).
+	// atPrompt: settling because the shell is back at its prompt.
 	atPrompt bool
 	done     chan struct{} // closed when the send settles
 	// more wakes an Output call waiting for lines; capacity 1.
@@ -30,18 +38,19 @@ type send struct {
 	stopWatch func() bool
 
 	// The send holds the session's slot until it has settled and neither
-	// its write nor its interrupt is still in progress.
+	// its writes nor its interrupt are still in progress.
 	writing          bool
+	cmdWriting       bool // the rest of an Exec's command goes into the input channel
 	interrupting     bool
 	interruptPending bool // Cancel arrived during the write: interrupt once it stops
 }
 
-func newSend(s *session, req terminal.SendRequest, deadline time.Time) *send {
+func newSend(s *session, stream bool, deadline time.Time) *send {
 	return &send{
 		s:        s,
-		stream:   req.Stream,
+		stream:   stream,
 		deadline: deadline,
-		out:      outBuf{limit: s.cfg.maxRead, unbounded: req.Stream},
+		out:      outBuf{limit: s.cfg.maxRead, unbounded: stream},
 		done:     make(chan struct{}),
 		more:     make(chan struct{}, 1),
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
@@ -54,20 +53,21 @@ func newSettings(c *Config) settings {
 // session is one bash on one PTY. See the package documentation for the
 // model; the invariants are:
 //   - only the read loop reads the master, and every decision that depends
-//     on output (all readiness tiers) is taken in the read loop;
+//     on output or on the plumbing's records is taken in the read loop;
 //   - everything below mu is guarded by it, and the master's read deadline
 //     is only changed under it (armLocked), so the deadline always matches
 //     the state;
-//   - a send holds the slot from StartSend until it has settled and its
-//     write and interrupt are over.
+//   - a send holds the slot from StartSend or Exec until it has settled and
+//     its writes and interrupt are over.
 type session struct {
-	id     string
-	cfg    settings
-	log    *slog.Logger
-	term   *ptyPair
-	cmd    *exec.Cmd
-	pid    int
-	target proc.Target
+	id       string
+	cfg      settings
+	log      *slog.Logger
+	term     *ptyPair
+	ctl      *control
+	shellCmd *exec.Cmd
+	pid      int
+	target   proc.Target
 	// forget removes the session from its backend once it is closed.
 	forget func(*session)
 
@@ -76,12 +76,16 @@ type session struct {
 	pause       *time.Timer // bounds a backpressure pause; made on first use
 	lastTracked time.Time
 	// snap is the tracker's latest /proc walk; the stdin probe takes the
-	// foreground group's members from it. Read loop only.
+	// foreground group's members from it.
 	snap *proc.Snapshot
+	// promptRead is the read(2) bash blocks in at its prompt, learnt when
+	// the plumbing reports that it is installed; zero until then.
+	promptRead proc.BlockedRead
 
 	resume   chan struct{} // capacity 1: a streaming caller pulled output
 	loopDone chan struct{}
 	waitDone chan struct{}
+	ctlDone  chan struct{}  // the control channel's reader has ended
 	workers  sync.WaitGroup // writes and interrupts running on their own
 
 	mu           sync.Mutex
@@ -89,6 +93,7 @@ type session struct {
 	segs         []screen.Segment
 	lines        screen.Lines
 	committed    []byte // scratch: the lines one chunk commits
+	lineBuf      []byte // scratch: the line typed for a command
 	scroll       *screen.Scrollback
 	partialStale bool // the scrollback's partial line lags behind lines
 	motd         string
@@ -103,9 +108,28 @@ type session struct {
 	slot         *send // holds the one-send slot
 	live         *send // receives output and is judged by the readiness tiers
 	unclaimed    outBuf
-	ev           evidence
-	// boundaries counts boundaryLocked calls, so that a stdin proof taken
-	// without the lock can tell whether a boundary passed meanwhile.
+	// records are the plumbing's reports, waiting for the read loop.
+	records []record
+	// claim is the latest prompt or ready record since the last boundary:
+	// it counts once /proc proves the shell at its prompt.
+	claim *record
+	// ready: the plumbing has reported that it is installed.
+	ready bool
+	// idle: the shell is at its prompt (proven, or by its command's end
+	// record) and nothing has been typed or signalled since.
+	idle bool
+	// cur is the command of the last Exec, until a send has reported how
+	// it ended.
+	cur *command
+	// initTyped: the plumbing's source line was typed, because the shell
+	// reached its prompt without running it (a startup file replaced
+	// PROMPT_COMMAND).
+	initTyped bool
+	// continued: the shell was found stopped and continued; the next
+	// settle of a command's send says so.
+	continued bool
+	// boundaries counts boundaryLocked calls, so that a proof taken without
+	// the lock can tell whether a boundary passed meanwhile.
 	boundaries uint64
 	// lastOutput is when the terminal last printed, or when the live send
 	// started waiting if that is later: silence is counted from it.
@@ -115,16 +139,18 @@ type session struct {
 	armed      time.Time // the read deadline last set
 }
 
-func newSession(id string, cfg settings, log *slog.Logger, term *ptyPair) *session {
+func newSession(id string, cfg settings, log *slog.Logger, term *ptyPair, ctl *control) *session {
 	return &session{
 		id:        id,
 		cfg:       cfg,
 		log:       log,
 		term:      term,
+		ctl:       ctl,
 		rbuf:      make([]byte, 64<<10),
 		resume:    make(chan struct{}, 1),
 		loopDone:  make(chan struct{}),
 		waitDone:  make(chan struct{}),
+		ctlDone:   make(chan struct{}),
 		filter:    screen.NewFilter(0),
 		lines:     screen.Lines{MaxLineBytes: cfg.maxRead},
 		scroll:    screen.NewScrollback(cfg.scrollLines, cfg.scrollBytes),
@@ -133,49 +159,8 @@ func newSession(id string, cfg settings, log *slog.Logger, term *ptyPair) *sessi
 	}
 }
 
-// evidence is what the output since the last write says about the prompt.
-type evidence struct {
-	// marker: a prompt marker arrived.
-	marker bool
-	// matched counts the bytes of promptText on the last line since the
-	// latest marker; poisoned means that line holds something else.
-	matched  int
-	poisoned bool
-}
-
-func (e *evidence) sawMarker() { *e = evidence{marker: true} }
-
-// sawText follows the last line after the marker. Bash runs PROMPT_COMMAND
-// (the marker) before it reports finished jobs ("[1]+ Done ..."), so whole
-// lines may come between the marker and the prompt: each newline starts
-// the match again, and only the last line must be exactly the prompt.
-func (e *evidence) sawText(t string) {
-	if !e.marker {
-		return
-	}
-	if i := strings.LastIndexByte(t, '\n'); i >= 0 {
-		e.matched, e.poisoned = 0, false
-		t = t[i+1:]
-	}
-	if e.poisoned || t == "" {
-		return
-	}
-	if e.matched+len(t) > len(promptText) || promptText[e.matched:e.matched+len(t)] != t {
-		e.poisoned = true
-		return
-	}
-	e.matched += len(t)
-}
-
-func (e *evidence) poison() { e.poisoned = true }
-
-// atPrompt: since a marker, the output's last line is exactly the
-// controlled prompt.
-func (e *evidence) atPrompt() bool {
-	return e.marker && !e.poisoned && e.matched == len(promptText)
-}
-
-// Motd is the screen once the shell reached its first prompt.
+// Motd is what the terminal showed until the shell first reached its
+// prompt: normally nothing, since the prompt is empty.
 func (s *session) Motd() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -192,27 +177,20 @@ func (s *session) Status() terminal.Status {
 	return s.status
 }
 
-// StartSend writes the text and starts judging readiness. See
+// StartSend types the text and starts judging readiness. See
 // terminal.Session.
 func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (terminal.Send, error) {
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("terminal-bash: session %s: send not started: %w", s.id, context.Cause(ctx))
 	}
 	s.mu.Lock()
-	if err := s.usableLocked(); err != nil {
+	if err := s.startableLocked(); err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
-	if sn := s.slot; sn != nil {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("terminal-bash: session %s: %w (%s)", s.id, terminal.ErrSendActive, sn.busyLocked())
-	}
-	timeout := req.Timeout
-	if timeout <= 0 {
-		timeout = s.cfg.timeout
-	}
 	now := time.Now()
-	sn := newSend(s, req, now.Add(timeout))
+	sn := newSend(s, req.Stream, now.Add(s.timeout(req.Timeout)))
+	sn.cmd = s.cur
 	s.unclaimed.moveTo(&sn.out)
 	s.slot, s.live = sn, sn
 	input := req.Text
@@ -220,6 +198,7 @@ func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (term
 		input += "\r"
 	}
 	if input != "" {
+		s.idle = false
 		if err := s.writeLocked(sn, input, now); err != nil {
 			s.slot, s.live = nil, nil
 			sn.out.moveTo(&s.unclaimed)
@@ -227,19 +206,50 @@ func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (term
 			return nil, fmt.Errorf("terminal-bash: session %s: write: %w", s.id, err)
 		}
 	} else {
-		// "Wait again": what the terminal showed since the previous send
-		// settled still counts, so an idle shell answers at once; silence
-		// is counted afresh, so a busy one gets another silence bound.
+		// "Wait again": what was learnt since the previous send settled
+		// still counts, so a command that has ended, or a shell at its
+		// prompt, answers at once; silence is counted afresh, so a busy
+		// one gets another silence bound.
 		s.lastOutput = now
 		s.probeEvery, s.nextProbe = s.cfg.probeMin, now.Add(s.cfg.probeMin)
-		s.checkPromptLocked()
+		if s.claim != nil {
+			s.probeEvery, s.nextProbe = claimProbeMin, now
+		}
+		if c := s.cur; (c != nil && c.ended) || (c == nil && s.idle) {
+			sn.atPrompt = true
+			s.settleLocked(sn, terminal.WaitStdinRead)
+		}
 	}
-	if !sn.settled && ctx.Done() != nil {
-		sn.stopWatch = context.AfterFunc(ctx, func() { sn.Cancel() })
-	}
+	s.watchLocked(ctx, sn)
 	s.armLocked()
 	s.mu.Unlock()
 	return sn, nil
+}
+
+// startableLocked reports why no send may start now, if one may not.
+func (s *session) startableLocked() error {
+	if err := s.usableLocked(); err != nil {
+		return err
+	}
+	if sn := s.slot; sn != nil {
+		return fmt.Errorf("terminal-bash: session %s: %w (%s)", s.id, terminal.ErrSendActive, sn.busyLocked())
+	}
+	return nil
+}
+
+// timeout is a send's bound: its own, or the configured one.
+func (s *session) timeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return s.cfg.timeout
+	}
+	return d
+}
+
+// watchLocked cancels sn when ctx ends before it settles.
+func (s *session) watchLocked(ctx context.Context, sn *send) {
+	if !sn.settled && ctx.Done() != nil {
+		sn.stopWatch = context.AfterFunc(ctx, func() { sn.Cancel() })
+	}
 }
 
 // usableLocked reports why no new send may start, if one may not.
@@ -258,7 +268,7 @@ func (sn *send) busyLocked() string {
 	switch {
 	case !sn.settled:
 		return "a send is live"
-	case sn.writing:
+	case sn.writing || sn.cmdWriting:
 		return "draining the previous send's write"
 	default:
 		return "draining the previous send's interrupt"
@@ -315,7 +325,8 @@ func (s *session) Signal(ctx context.Context, sig terminal.Signal) (terminal.Sig
 		return terminal.SignalResult{}, err
 	}
 	if usig == unix.SIGINT {
-		// An interrupt for bash itself lands cleanly only once it blocks.
+		// An interrupt for a command must reach its job, not the shell
+		// about to start it.
 		s.awaitShellBlocked(ctx.Done())
 	}
 	pgid, err := s.term.foreground()
@@ -327,6 +338,7 @@ func (s *session) Signal(ctx context.Context, sig terminal.Signal) (terminal.Sig
 	}
 	s.mu.Lock()
 	s.boundaryLocked(time.Now())
+	s.idle = false
 	s.armLocked()
 	s.mu.Unlock()
 	if err := s.signalGroup(pgid, usig); err != nil {

@@ -64,20 +64,17 @@ func (s *session) writeRest(sn *send, p []byte) {
 
 // interrupt does what ^C does, without relying on the terminal's ISIG
 // (which a raw-mode program may have turned off): discard unread typed
-// input, then SIGINT the foreground group. The send then settles through
-// the tiers, normally on the prompt that follows. The caller has counted
-// it in s.workers.
-//
-// When the foreground is bash itself and it is still taking in typed text,
-// the signal waits (briefly) until bash blocks; see awaitShellBlocked. The
-// send cannot settle on the prompt or the stdin proof meanwhile (its input
-// is busy), only on its deadline or silence bound, and then the command it
-// runs is still running: the interrupt goes ahead. Only a closing session
-// or an exited shell has nothing left to interrupt.
+// input, then SIGINT the foreground group. The send then settles as the
+// shell reports, normally when it is back at its prompt. The caller has
+// counted it in s.workers. When the shell itself is the foreground and
+// busy, the signal waits (briefly) for it to block or to hand the terminal
+// to a job; see awaitShellBlocked. Only a closing session or an exited
+// shell has nothing left to interrupt.
 func (s *session) interrupt(sn *send) {
 	defer s.workers.Done()
 	s.mu.Lock()
 	s.boundaryLocked(time.Now())
+	s.idle = false
 	s.armLocked()
 	s.mu.Unlock()
 	s.awaitShellBlocked(nil)
@@ -105,15 +102,12 @@ func (s *session) interrupt(sn *send) {
 }
 
 // resumeLocked judges sn again once its write or interrupt has ended: the
-// prompt may be back already, otherwise the stdin proof starts over.
+// proofs start over.
 func (s *session) resumeLocked(sn *send) {
 	if sn.settled || sn.inputBusy() {
 		return
 	}
-	s.checkPromptLocked()
-	if !sn.settled {
-		s.reprobeLocked()
-	}
+	s.reprobeLocked()
 }
 
 // shellBlockWait is the last delay of the wait for a busy shell to block;
@@ -126,12 +120,13 @@ const shellBlockWait = 64 * time.Millisecond
 // nothing typed left for it to take in, or done is closed, or the wait has
 // run out (see shellBlockWait).
 //
-// Bash acts on a SIGINT cleanly only while it is blocked: readline notes a
-// SIGINT that arrives while it is busy, echoes ^C, and leaves bash to act
-// on it at the next keystroke, which it then swallows, so the next command
-// would lose its first character and no fresh prompt would appear. A shell
+// An interrupt meant for a command must not reach bash in the moment
+// between reading the command's line and handing the terminal to the job
+// it starts: bash notes the signal there and goes on to wait for the job,
+// which never gets it. So while the shell is the foreground and busy, the
+// signal waits until the job has the terminal or the shell blocks. A shell
 // that never blocks (a builtin loop) gets the signal once the wait runs
-// out; it is not in readline then.
+// out, which is what stops it.
 func (s *session) awaitShellBlocked(done <-chan struct{}) {
 	var timer *time.Timer
 	for delay := time.Millisecond; ; delay *= 2 {

@@ -21,6 +21,9 @@ const (
 	interactiveNotice = "[The command was waiting for interactive input, which this tool does not provide, so it was interrupted. Pass input non-interactively: arguments, a pipe, a here-document, or a --yes style flag.]"
 	strayHeader       = "[output from background jobs since the previous call]"
 	abandonedShell    = "[The shell had exited before this command: %s. The command ran in a new shell.]"
+	unusableShell     = "[The shell was not at its prompt (a program had taken its terminal), so it was replaced. The command ran in a new shell.]"
+	continuedShell    = "[The shell had been stopped (SIGSTOP); it was continued.]"
+	droppedBackground = "[Older output of background jobs was dropped; what follows is the newest.]"
 )
 
 // Kill reasons, as the terminals service records them.
@@ -29,8 +32,8 @@ const (
 	reasonTimedOut   = "persistent bash command timed out"
 	reasonAborted    = "persistent bash command aborted"
 	reasonSendFailed = "persistent bash send failed"
-	reasonInitFailed = "persistent bash initialization failed"
 	reasonStuck      = "persistent bash shell did not return from an interactive program"
+	reasonUnusable   = "persistent bash shell was not at its prompt"
 )
 
 // interruptSignals escalate when a program waiting for input ignores the
@@ -96,8 +99,18 @@ type run struct {
 	parent context.Context // without the deadline: tells a timeout from a cancellation
 	prefix []string        // notices that go before the output
 
-	retried bool     // a dead shell was replaced once already
-	c       *capture // the command's output so far; nil before it is typed
+	retried bool // a dead or unusable shell was replaced once already
+	// out is the command's output so far, bg what background jobs printed
+	// before it; nil before the command is handed to the shell.
+	out, bg *sink
+	// pending is the line the terminal was still writing when the last
+	// send settled before the command ended: the terminal goes on writing
+	// it, so the next send delivers it again, complete. It is kept until
+	// then, or until the call ends.
+	pending string
+	// exit is the command's status once it completed; -1 otherwise.
+	exit    int
+	notices string
 }
 
 func (r *run) terms() *terminal.Service { return r.p.terms }
@@ -110,80 +123,80 @@ func (r *run) execute(command string) (string, error) {
 		}
 		return "", err
 	}
-	m := newMarkers()
-	s := newSink(r.p.cfg.MaxOutputChars, func() (io.WriteCloser, string, error) { return r.st.openOutput(r.p.cfg.OutputDir) })
-	defer s.close()
-	c := newCapture(m, s)
-	r.c = c
+	r.out = newSink(r.p.cfg.MaxOutputChars, func() (io.WriteCloser, string, error) { return r.st.openOutput(r.p.cfg.OutputDir) })
+	defer r.out.close()
+	r.bg = newSink(max(r.p.cfg.MaxOutputChars/4, 1), func() (io.WriteCloser, string, error) { return r.st.openOutput(r.p.cfg.OutputDir) })
+	defer r.bg.close()
+	r.exit, r.notices, r.pending = -1, "", ""
 
-	line, ok := m.wrap(command)
-	if !ok {
-		path, remove, err := r.st.writeCommand(r.p.cfg.OutputDir, m.id, command)
-		if err != nil {
-			return "", fmt.Errorf("bash: %w", err)
-		}
-		defer remove()
-		line = m.wrapFile(path)
-	}
-	send, err := r.startSend(line, true, 0)
-	if errors.Is(err, terminal.ErrSessionExited) && r.retryable() {
-		return r.rerun(command, terminal.Status{Exited: true, ExitCode: -1})
-	}
-	if err != nil {
+	send, err := r.terms().Exec(r.ctx, r.owner(), r.st.shellID, terminal.ExecRequest{
+		Command: command, Stream: true, Timeout: r.remaining(0),
+	})
+	switch {
+	case (errors.Is(err, terminal.ErrSessionExited) || errors.Is(err, terminal.ErrShellBusy)) && r.retryable():
+		return r.rerun(command, err)
+	case err != nil:
 		return r.sendFailed(err)
 	}
 	for {
-		res, err := r.drain(send, c)
+		res, err := r.drain(send)
 		switch {
 		case r.ctx.Err() != nil || !r.owner().Live():
 			return r.stopped()
 		case err != nil:
 			return r.sendFailed(err)
-		case c.ended():
-			return r.respond(c, true), nil
-		case (res.Reason == terminal.WaitSessionExit || res.Status.Exited) && !c.started() && r.retryable():
-			// The shell died before the line began (a background kill
+		case res.Exec != nil && res.Exec.State == terminal.ExecCompleted:
+			return r.respond(), nil
+		case exited(res) && res.Exec != nil && res.Exec.State == terminal.ExecPending && r.retryable():
+			// The shell died before it took the command (a background kill
 			// landed first): the command never ran.
-			return r.rerun(command, res.Status)
-		case res.Reason == terminal.WaitSessionExit || res.Status.Exited:
-			return r.shellExited(c, res.Status), nil
-		case res.Reason == terminal.WaitStdinRead && res.Prompt:
-			// Back at the prompt without the end marker: the line never
-			// finished (exec replaced the shell, or bash abandoned the
-			// line), or the shell lost the tool's functions. Whatever it
-			// printed is the result; initialize the shell again before the
-			// next command.
-			r.st.needsInit = true
-			return r.respond(c, false), nil
+			return r.rerun(command, fmt.Errorf("%w (%s)", terminal.ErrSessionExited, res.Status))
+		case exited(res):
+			return r.shellExited(res.Status), nil
+		case res.Prompt:
+			// Back at the prompt without the command's end: its line was
+			// abandoned (something interrupted it, or it replaced the shell).
+			return r.respond(), nil
 		case res.Reason == terminal.WaitStdinRead:
-			return r.interrupt(c)
+			return r.interrupt()
 		}
 		// Silence or the backend's own bound, without proof of anything:
 		// the command is still running. Wait again.
-		if send, err = r.startSend("", false, 0); err != nil {
+		if send, err = r.startSend(0); err != nil {
 			return r.sendFailed(err)
 		}
 	}
 }
 
-// retryable: this call has not yet restarted a dead shell.
+func exited(res terminal.SendResult) bool {
+	return res.Reason == terminal.WaitSessionExit || res.Status.Exited
+}
+
+// retryable: this call has not yet replaced a dead or unusable shell.
 func (r *run) retryable() bool { return !r.retried }
 
-// rerun reports a shell that was already dead when the call began, and runs
-// the command once in a fresh shell.
-func (r *run) rerun(command string, status terminal.Status) (string, error) {
+// rerun reports a shell that could not take the command (it had died, or
+// something other than the shell held its terminal), and runs the command
+// once in a fresh shell.
+func (r *run) rerun(command string, why error) (string, error) {
 	r.retried = true
+	status := terminal.Status{Exited: true, ExitCode: -1}
 	for _, info := range r.terms().List(r.owner()) {
 		if info.ID == r.st.shellID && info.Status.Exited {
 			status = info.Status // the service's record says how it ended
 		}
 	}
-	r.reset(reasonExited)
-	r.prefix = append(r.prefix, fmt.Sprintf(abandonedShell, exitMarker(status)))
+	if errors.Is(why, terminal.ErrShellBusy) {
+		r.reset(reasonUnusable)
+		r.prefix = append(r.prefix, unusableShell)
+	} else {
+		r.reset(reasonExited)
+		r.prefix = append(r.prefix, fmt.Sprintf(abandonedShell, exitMarker(status)))
+	}
 	return r.execute(command)
 }
 
-// ensureShell gives the owner a live, initialized shell.
+// ensureShell gives the owner a live shell.
 func (r *run) ensureShell() error {
 	if id := r.st.shellID; id != "" {
 		for _, info := range r.terms().List(r.owner()) {
@@ -191,9 +204,6 @@ func (r *run) ensureShell() error {
 				continue
 			}
 			if !info.Status.Exited {
-				if r.st.needsInit {
-					return r.initShell()
-				}
 				return nil
 			}
 			// It died between calls (a background kill, say): say so, and
@@ -208,42 +218,29 @@ func (r *run) ensureShell() error {
 		return fmt.Errorf("bash: start the shell: %w", err)
 	}
 	r.st.shellID = info.ID
-	return r.initShell()
-}
-
-// initShell runs initScript in the owner's shell.
-func (r *run) initShell() error {
-	send, err := r.startSend(initScript, true, 0)
-	if err == nil {
-		var res terminal.SendResult
-		res, err = r.drain(send, nil)
-		if err == nil && (res.Reason == terminal.WaitSessionExit || res.Reason == terminal.WaitTimeout) {
-			err = errors.New("persistent bash shell did not accept initialization")
-		}
-	}
-	if err != nil {
-		r.reset(reasonInitFailed)
-		return fmt.Errorf("bash: start the shell: %w", err)
-	}
-	r.st.needsInit = false
 	return nil
 }
 
-// startSend starts a send that streams its output to the call. Its bound
-// is the call's remaining time, or less when limit is positive.
-func (r *run) startSend(text string, submit bool, limit time.Duration) (terminal.Send, error) {
+// remaining is the call's time left, or limit when that is shorter.
+func (r *run) remaining(limit time.Duration) time.Duration {
 	bound := time.Until(deadline(r.ctx))
 	if limit > 0 && limit < bound {
 		bound = limit
 	}
+	return bound
+}
+
+// startSend starts an empty send: a wait for the command's shell to settle
+// again. Its bound is the call's remaining time, or less when limit is
+// positive.
+func (r *run) startSend(limit time.Duration) (terminal.Send, error) {
+	bound := r.remaining(limit)
 	if bound <= 0 {
 		// The deadline has passed; its timer fires at once.
 		<-r.ctx.Done()
 		return nil, context.Cause(r.ctx)
 	}
-	return r.terms().StartSend(r.ctx, r.owner(), r.st.shellID, terminal.SendRequest{
-		Text: text, Submit: submit, Stream: true, Timeout: bound,
-	})
+	return r.terms().StartSend(r.ctx, r.owner(), r.st.shellID, terminal.SendRequest{Stream: true, Timeout: bound})
 }
 
 func deadline(ctx context.Context) time.Time {
@@ -254,9 +251,9 @@ func deadline(ctx context.Context) time.Time {
 	return d
 }
 
-// drain reads a send's output to the end, then its result. A nil capture
-// discards the output (initialization).
-func (r *run) drain(send terminal.Send, c *capture) (terminal.SendResult, error) {
+// drain reads a send's output to the end, then its result, and takes what
+// the result says about the command.
+func (r *run) drain(send terminal.Send) (terminal.SendResult, error) {
 	for {
 		text, err := send.Output(r.ctx)
 		if errors.Is(err, io.EOF) {
@@ -265,21 +262,31 @@ func (r *run) drain(send terminal.Send, c *capture) (terminal.SendResult, error)
 		if err != nil {
 			return terminal.SendResult{}, err
 		}
-		if c != nil {
-			if err := c.push(text); err != nil {
-				return terminal.SendResult{}, err
-			}
-		}
+		// A held line comes again, completed, at the start of text.
+		r.pending = ""
+		r.out.write(text)
 	}
 	res, err := send.Wait(r.ctx)
 	if err != nil {
 		return res, err
 	}
-	if c != nil {
-		// Output has returned every complete line; only the line still
-		// being written is new in the viewport.
-		partial := res.Viewport[strings.LastIndexByte(res.Viewport, '\n')+1:]
-		c.finish(partial, res.Prompt)
+	// Output has returned every complete line; only the line still being
+	// written is new in the viewport.
+	r.pending = res.Viewport[strings.LastIndexByte(res.Viewport, '\n')+1:]
+	if x := res.Exec; x != nil {
+		if x.Background != "" {
+			r.bg.write(x.Background)
+		}
+		if x.BackgroundTruncated {
+			r.prefix = append(r.prefix, droppedBackground)
+		}
+		if x.Continued {
+			r.prefix = append(r.prefix, continuedShell)
+		}
+		if x.State == terminal.ExecCompleted {
+			r.exit = x.ExitCode
+		}
+		r.notices = x.Notices
 	}
 	return res, nil
 }
@@ -288,7 +295,7 @@ func (r *run) drain(send terminal.Send, c *capture) (terminal.SendResult, error)
 // foreground group until the shell is back (escalating), and report the
 // output so far with a notice. The next command is never typed into the
 // waiting program.
-func (r *run) interrupt(c *capture) (string, error) {
+func (r *run) interrupt() (string, error) {
 	for _, sig := range interruptSignals {
 		if _, err := r.terms().Signal(r.ctx, r.owner(), r.st.shellID, sig); err != nil {
 			if r.ctx.Err() != nil {
@@ -296,47 +303,52 @@ func (r *run) interrupt(c *capture) (string, error) {
 			}
 			break // the shell itself is in the foreground, or gone: reset below
 		}
-		send, err := r.startSend("", false, interruptStep)
+		send, err := r.startSend(interruptStep)
 		if err != nil {
 			return r.sendFailed(err)
 		}
-		res, err := r.drain(send, c)
+		res, err := r.drain(send)
 		switch {
 		case r.ctx.Err() != nil:
 			return r.stopped()
 		case err != nil:
 			return r.sendFailed(err)
-		case res.Reason == terminal.WaitSessionExit || res.Status.Exited:
+		case exited(res):
 			r.prefix = append(r.prefix, interactiveNotice)
-			return r.shellExited(c, res.Status), nil
-		case c.ended() || res.Prompt:
-			r.st.needsInit = r.st.needsInit || !c.ended()
-			return joinNonEmpty(r.renderOutput(c), interactiveNotice), nil
+			return r.shellExited(res.Status), nil
+		case res.Prompt:
+			// The status of an interrupted command is noise, and so is the
+			// newline bash prints when a builtin's read is interrupted.
+			r.exit = -1
+			r.flushPending()
+			r.out.trimTrailingNewlines()
+			return joinNonEmpty(r.renderOutput(), interactiveNotice), nil
 		}
 	}
-	out := r.renderOutput(c)
+	out := r.renderOutput()
 	r.reset(reasonStuck)
 	return joinNonEmpty(out, interactiveNotice, resetNotice), nil
 }
 
-// respond renders a call that ran to its end (complete: the end marker and
-// status were seen) or back to the prompt without it.
-func (r *run) respond(c *capture, complete bool) string {
-	out := r.renderOutput(c)
-	if complete && c.status != 0 {
-		return joinNonEmpty(out, fmt.Sprintf(exitCodeLine, c.status))
+// respond renders a call whose command ended: its output, its job
+// notices, and its exit status when that is not 0.
+func (r *run) respond() string {
+	out := r.renderOutput()
+	if r.exit > 0 {
+		return joinNonEmpty(out, fmt.Sprintf(exitCodeLine, r.exit))
 	}
 	return out
 }
 
 // shellExited renders a call whose shell died, and resets the owner.
-func (r *run) shellExited(c *capture, status terminal.Status) string {
+func (r *run) shellExited(status terminal.Status) string {
 	if status.Signal == "" {
 		// An exiting interactive bash says "exit"; that is bash's chatter,
 		// and the marker line below says it better.
-		c.sink.dropTrailingLine("exit")
+		r.flushPending()
+		r.out.dropTrailingLine("exit")
 	}
-	out := r.renderOutput(c)
+	out := r.renderOutput()
 	r.reset(reasonExited)
 	return joinNonEmpty(out, exitMarker(status), resetNotice)
 }
@@ -351,8 +363,8 @@ func (r *run) stopped() (string, error) {
 	}
 	if errors.Is(context.Cause(r.ctx), errTimedOut) && r.parent.Err() == nil {
 		partial := ""
-		if r.c != nil {
-			partial = r.renderOutput(r.c)
+		if r.out != nil {
+			partial = r.renderOutput()
 		}
 		r.reset(reasonTimedOut)
 		secs := int(math.Round(float64(r.p.cfg.TimeoutMs) / 1000))
@@ -388,22 +400,30 @@ func (r *run) reset(reason string) {
 	}
 }
 
+// flushPending hands the held line to the output: the call is ending, and
+// that line is what the terminal shows last.
+func (r *run) flushPending() {
+	r.out.write(r.pending)
+	r.pending = ""
+}
+
 // renderOutput is the model's view of the output: notices about the call,
-// background output from between calls, and the command's output (head and
-// tail when long).
-func (r *run) renderOutput(c *capture) string {
-	c.flush()
-	var parts []string
-	parts = append(parts, r.prefix...)
-	if s := c.strayNote(); s != "" {
-		if !c.started() {
-			// The start marker never came (the tool's functions were gone):
-			// everything the terminal showed is the command's.
-			return joinNonEmpty(append(parts, s)...)
+// background output from before the command under a header, the command's
+// output (head and tail when long) and its job notices.
+func (r *run) renderOutput() string {
+	r.flushPending()
+	if r.notices != "" {
+		if !r.out.atLineStart() {
+			r.out.write("\n")
 		}
-		parts = append(parts, strayHeader+"\n"+s)
+		r.out.write(r.notices)
+		r.notices = ""
 	}
-	parts = append(parts, c.sink.text())
+	parts := append([]string(nil), r.prefix...)
+	if bg := r.bg.text(); bg != "" {
+		parts = append(parts, strayHeader+"\n"+bg)
+	}
+	parts = append(parts, r.out.text())
 	return joinNonEmpty(parts...)
 }
 

@@ -64,10 +64,9 @@ type ownerState struct {
 	remove func() // the owner-close hook
 	queue  fifo
 
-	shellID   string // "" when the owner has no shell
-	needsInit bool   // the shell must run initScript before the next command
-	outDir    string // created on first use, for full outputs and long commands
-	outSeq    int
+	shellID string // "" when the owner has no shell
+	outDir  string // created on first use, for full outputs
+	outSeq  int
 }
 
 func apply(pctx *host.Context, cfg *Config) error {
@@ -171,19 +170,6 @@ func (st *ownerState) dir(base string) (string, error) {
 		st.outDir = dir
 	}
 	return st.outDir, nil
-}
-
-// writeCommand stores a command too long to type, for the shell to read.
-func (st *ownerState) writeCommand(base, id, command string) (path string, remove func(), err error) {
-	dir, err := st.dir(base)
-	if err != nil {
-		return "", nil, err
-	}
-	path = filepath.Join(dir, "command-"+id+".sh")
-	if err := os.WriteFile(path, []byte(command), 0o600); err != nil {
-		return "", nil, fmt.Errorf("store the command: %w", err)
-	}
-	return path, func() { os.Remove(path) }, nil
 }
 
 // openOutput creates the file that receives one call's full output.

@@ -156,9 +156,11 @@ func TestShellStateOverrides(t *testing.T) {
 		{"set -e; false; echo not-reached", "[shell exited: code 1]\n" + reset},
 		{"echo fresh", "fresh"},
 		{"set -u; echo $NOPE_UNSET", "bash: NOPE_UNSET: unbound variable\n[exit code: 1]"},
+		// The trace shows the command's own commands, one level deep
+		// (they run inside eval), and nothing of the plumbing.
 		{"set +u; set -x; echo traced", "++ echo traced\ntraced"},
-		{"echo still-traced", "+ eval -- 'echo still-traced'\n++ echo still-traced\nstill-traced"},
-		{"set +x 2>/dev/null; echo untraced", "+ eval -- 'set +x 2>/dev/null; echo untraced'\n++ set +x\nuntraced"},
+		{"echo still-traced", "++ echo still-traced\nstill-traced"},
+		{"set +x 2>/dev/null; echo untraced", "++ set +x\nuntraced"},
 		{"echo clean", "clean"},
 	}
 	for _, s := range steps {

@@ -82,6 +82,18 @@ func (l *Lines) Partial() string {
 	return string(l.buf)
 }
 
+// Break commits the current line, if it has anything, as though a newline
+// had been written, and appends it with its '\n' to dst. A terminal would
+// go on writing that line; a caller that hands out output in units (one
+// command's, say) breaks it so that the next unit starts on a fresh line.
+func (l *Lines) Break(dst []byte) []byte {
+	if l.length() == 0 {
+		l.clear()
+		return dst
+	}
+	return l.commit(dst)
+}
+
 func (l *Lines) maxLine() int {
 	if l.MaxLineBytes > 0 {
 		return l.MaxLineBytes

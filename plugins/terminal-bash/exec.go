@@ -1,0 +1,176 @@
+package terminalbash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+)
+
+// command is the command of one Exec, from the moment it is handed to the
+// shell until a send has reported how it ended. Guarded by s.mu.
+type command struct {
+	nonce string
+	res   terminal.ExecResult
+	ended bool
+}
+
+// Exec runs a command through the shell protocol. See terminal.Executor.
+func (s *session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.Send, error) {
+	switch {
+	case req.Command == "":
+		return nil, fmt.Errorf("terminal-bash: session %s: exec: empty command", s.id)
+	case strings.IndexByte(req.Command, 0) >= 0:
+		return nil, fmt.Errorf("terminal-bash: session %s: exec: the command contains a NUL byte", s.id)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("terminal-bash: session %s: exec not started: %w", s.id, context.Cause(ctx))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.startableLocked(); err != nil {
+		return nil, err
+	}
+	if !s.idle || s.cur != nil {
+		return nil, fmt.Errorf("terminal-bash: session %s: %w", s.id, terminal.ErrShellBusy)
+	}
+	// The shell's own group must own the terminal: only the shell may read
+	// the line that carries the command's nonce.
+	if fg, err := s.term.foreground(); err != nil || fg != s.pid {
+		if !s.target.Shell.Alive() {
+			// Dead before its reaper said so: report it as an exit, with
+			// the status the reaper is about to record.
+			s.mu.Unlock()
+			<-s.waitDone
+			s.mu.Lock()
+			if err := s.usableLocked(); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("terminal-bash: session %s: %w", s.id, terminal.ErrSessionExited)
+		}
+		return nil, fmt.Errorf("terminal-bash: session %s: %w: another process group holds the terminal", s.id, terminal.ErrShellBusy)
+	}
+	if err := s.term.lineMode(); err != nil {
+		return nil, fmt.Errorf("terminal-bash: session %s: exec: %w", s.id, err)
+	}
+
+	now := time.Now()
+	sn := newSend(s, req.Stream, now.Add(s.timeout(req.Timeout)))
+	c := &command{nonce: newNonce(), res: terminal.ExecResult{State: terminal.ExecPending, ExitCode: -1}}
+	c.res.Background = s.unclaimed.take() + s.breakLineLocked()
+	c.res.BackgroundTruncated = s.unclaimed.dropped
+	s.unclaimed.dropped = false
+	sn.cmd, sn.exec = c, true
+
+	// The command goes first, so the shell finds it when it reads the line.
+	input := []byte(req.Command)
+	n, err := s.ctl.writeNow(input)
+	if err != nil {
+		return nil, fmt.Errorf("terminal-bash: session %s: exec: write the command: %w", s.id, err)
+	}
+	s.lineBuf = appendCommandLine(s.lineBuf[:0], len(input), c.nonce)
+	s.cur, s.slot, s.live, s.idle = c, sn, sn, false
+	if err := s.writeLocked(sn, string(s.lineBuf), now); err != nil {
+		s.cur, s.slot, s.live = nil, nil, nil
+		if rerr := s.ctl.resetInput(); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return nil, fmt.Errorf("terminal-bash: session %s: exec: write: %w", s.id, err)
+	}
+	if n < len(input) {
+		// The rest goes in while the shell reads it.
+		sn.cmdWriting = true
+		s.workers.Add(1)
+		go s.writeCommandRest(sn, s.ctl.in, input[n:])
+	}
+	s.watchLocked(ctx, sn)
+	s.armLocked()
+	return sn, nil
+}
+
+// writeCommandRest writes the part of a command that did not fit into the
+// input channel at once. It ends when the shell has read it all, or when the
+// channel is reset or closed.
+func (s *session) writeCommandRest(sn *send, in *os.File, rest []byte) {
+	defer s.workers.Done()
+	_, err := in.Write(rest)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil && !errors.Is(err, os.ErrClosed) && !s.closing {
+		s.log.Warn("writing a command to the shell failed", "err", err)
+	}
+	sn.cmdWriting = false
+	s.releaseLocked(sn)
+}
+
+// execResultLocked is how sn reports the state of its command, or nil
+// outside an Exec. A command that has ended is reported once, and the
+// session is ready for the next.
+func (s *session) execResultLocked(sn *send) *terminal.ExecResult {
+	c := sn.cmd
+	if c == nil {
+		return nil
+	}
+	if c.res.State == terminal.ExecPending && s.commandTakenLocked(sn) {
+		c.res.State = terminal.ExecRunning
+	}
+	res := c.res
+	if !sn.exec {
+		res.Background, res.BackgroundTruncated = "", false
+	}
+	res.Continued, s.continued = s.continued, false
+	if c.ended && s.cur == c {
+		s.cur = nil
+		// The caller has the line being written in the viewport; the next
+		// command's output starts on a line of its own.
+		s.breakLineLocked()
+	}
+	return &res
+}
+
+// commandTakenLocked reports whether the shell has read the whole command
+// from the input channel.
+func (s *session) commandTakenLocked(sn *send) bool {
+	if sn.cmdWriting {
+		return false
+	}
+	n, err := s.ctl.pending()
+	return err == nil && n == 0
+}
+
+// endLocked records that the shell ended the current command: completed
+// with status when the end record came, abandoned otherwise. What the
+// shell did not read of the command is discarded, so the next command
+// starts clean.
+func (s *session) endLocked(state terminal.ExecState, status int, notices string) {
+	c := s.cur
+	if c == nil || c.ended {
+		return
+	}
+	c.ended = true
+	c.res.State, c.res.ExitCode, c.res.Notices = state, status, notices
+	if state != terminal.ExecCompleted {
+		if n, err := s.ctl.pending(); err != nil || n > 0 || s.slot != nil && s.slot.cmdWriting {
+			if err := s.ctl.resetInput(); err != nil {
+				s.log.Warn("resetting the command channel failed", "err", err)
+			}
+		}
+	}
+}
+
+// breakLineLocked ends the line the terminal is writing, if any: it goes to
+// the scrollback as a line of its own, and is returned with its newline.
+func (s *session) breakLineLocked() string {
+	line := s.lines.Break(nil)
+	if len(line) == 0 {
+		return ""
+	}
+	s.scroll.Append(line)
+	s.partialStale = true
+	return string(line)
+}
+
+var _ terminal.Executor = (*session)(nil)

@@ -1,0 +1,259 @@
+package terminalbash
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"strings"
+)
+
+// The shell protocol: how a command gets into bash and how dsh learns, from
+// bash itself, that it has ended and with which status. See the package
+// documentation for the model; this file holds its two texts (the plumbing
+// bash sources once, and the line typed for each command) and the parser of
+// what the plumbing reports.
+//
+// Everything the plumbing runs is immune to what commands do to the shell:
+//
+//   - its functions are defined before any command runs, so their bodies
+//     were parsed without the model's aliases, and they are read-only, so a
+//     command cannot redefine or unset them;
+//   - every builtin is called through `builtin`, so a function named like
+//     it does not shadow it, and the typed line quotes its command words
+//     (`\__dsh_b`), so an alias does not apply;
+//   - a builtin a command disabled (`enable -n printf`) is enabled again
+//     before the plumbing uses it, and a function named `builtin`, `enable`
+//     or `unset` is removed (in POSIX mode, where `unset` is found before
+//     any function) the next time the shell comes back to its prompt
+//     without finishing a line;
+//   - stdout and stderr are connected to the terminal again before every
+//     command, if an earlier one redirected them for good (`exec >file`):
+//     that lasts for its own call. Only `exec` itself makes a redirection
+//     stick, so a function named exec is removed first;
+//   - the shell options the plumbing depends on are set again after every
+//     command: job control on, history and line editing off (the shell
+//     reads whole lines from the terminal, and /proc tells its prompt read
+//     from every other read by its buffer); errexit, nounset, xtrace and
+//     verbose are off for the plumbing and back on (except errexit, which
+//     lasts for its own call only) for the next command;
+//   - the prompt variables are dsh's: PS0, PS1 and PS2 are empty, so the
+//     shell prints nothing between commands, and PROMPT_COMMAND is the
+//     hook below. A command may set them; its values last until the
+//     command's end, when a PROMPT_COMMAND it set is kept and run after
+//     every later command (with no input and its output discarded).
+
+// The typed lines and the records use these names of the plumbing.
+const (
+	fnBegin = "__dsh_b" // reads the command from the input channel
+	fnEnd   = "__dsh_e" // reports the end of the command line
+	// lineModeLine turns the line editor off, for a bash that replaced the
+	// shell without --noediting. Only a command line can: a change made in
+	// PROMPT_COMMAND is undone when it returns. It reports ready again.
+	lineModeLine = "\\__dsh_l\n"
+)
+
+// A record is one report of the plumbing on the status channel: a NUL,
+// the kind, five fields separated by spaces, a newline. Text before the
+// NUL (the output of `jobs -n`, which never contains a NUL) is the job
+// notices that go with the record.
+//
+//	\0E <nonce> <status> <read> <pid> <flags>\n   the command line ended
+//	\0A - <status> <read> <pid> <flags>\n         a prompt without that end
+//	\0R - 0 0 <pid> <flags>\n                     the plumbing was installed
+//
+// <read> is 1 when the command line read its command from the input
+// channel, <flags> is $- as the command left it.
+type record struct {
+	kind    byte
+	nonce   string
+	status  int
+	read    bool
+	pid     int
+	flags   string
+	notices string
+	// editorOff: dsh typed lineModeLine in answer to this ready record.
+	editorOff bool
+}
+
+const (
+	recordEnd    = 'E'
+	recordPrompt = 'A'
+	recordReady  = 'R'
+)
+
+// recordParser splits the status channel's bytes into records. A record
+// torn across reads waits for its newline; what cannot be parsed is
+// skipped, because the channel is only a claim: an end record counts only
+// with the call's nonce, and the others are checked against /proc.
+type recordParser struct {
+	buf []byte
+}
+
+// maxPendingRecord bounds what the parser holds while it waits for a
+// record's end: job notices of thousands of jobs, and some.
+const maxPendingRecord = 1 << 20
+
+func (p *recordParser) feed(chunk []byte, out []record) []record {
+	p.buf = append(p.buf, chunk...)
+	for {
+		nul := bytes.IndexByte(p.buf, 0)
+		if nul < 0 {
+			break
+		}
+		nl := bytes.IndexByte(p.buf[nul:], '\n')
+		if nl < 0 {
+			break
+		}
+		if r, ok := parseRecord(p.buf[nul+1 : nul+nl]); ok {
+			r.notices = string(p.buf[:nul])
+			out = append(out, r)
+		}
+		p.buf = p.buf[nul+nl+1:]
+	}
+	if len(p.buf) > maxPendingRecord {
+		p.buf = p.buf[len(p.buf)-maxPendingRecord:]
+	}
+	if len(p.buf) == 0 && cap(p.buf) > 64<<10 {
+		p.buf = nil
+	}
+	return out
+}
+
+func parseRecord(b []byte) (record, bool) {
+	f := strings.Fields(string(b))
+	if len(f) < 5 || len(f) > 6 || len(f[0]) != 1 {
+		return record{}, false
+	}
+	var r record
+	r.kind = f[0][0]
+	switch r.kind {
+	case recordEnd, recordPrompt, recordReady:
+	default:
+		return record{}, false
+	}
+	var err1, err2 error
+	r.nonce = f[1]
+	r.status, err1 = strconv.Atoi(f[2])
+	r.read = f[3] == "1"
+	r.pid, err2 = strconv.Atoi(f[4])
+	if err1 != nil || err2 != nil {
+		return record{}, false
+	}
+	if len(f) == 6 {
+		r.flags = f[5]
+	}
+	return r, true
+}
+
+// newNonce returns a fresh per-call nonce: 64 random bits in hex, typed on
+// the command's line and nowhere else, so only that line can report its
+// end.
+func newNonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b[:])
+}
+
+// appendCommandLine appends the line typed for a command of n bytes waiting
+// in the input channel: read it, eval it in the shell's own context, report
+// the end. It is printable ASCII, and the shell reads it whole from the
+// terminal's line discipline (no line editor runs), so its length costs
+// next to nothing.
+func appendCommandLine(dst []byte, n int, nonce string) []byte {
+	dst = append(dst, `\`+fnBegin+" "...)
+	dst = strconv.AppendInt(dst, int64(n), 10)
+	dst = append(dst, `;\builtin eval -- "$__dsh_c";{ \`+fnEnd+" "...)
+	dst = append(dst, nonce...)
+	return append(dst, ";} 2>/dev/null\n"...)
+}
+
+// promptHook is PROMPT_COMMAND, exported so that a bash that replaces the
+// shell (`exec bash`) installs the plumbing too. Other shells the command
+// starts (a nested bash) have another parent and ignore it. It saves $?
+// first, for the hook to report.
+func promptHook(parentPID int, initPath string) string {
+	return "__dsh_t=$?;[[ $PPID == " + strconv.Itoa(parentPID) + " ]]&&{ [[ -v __dsh_g ]]||\\builtin . " + shellQuote(initPath) + ";\\__dsh_p;}"
+}
+
+// plumbing is the script every shell sources once, from promptHook at its
+// first prompt. It ends by reporting the ready record.
+func plumbing(hook, in, out string) string {
+	r := strings.NewReplacer("@HOOK@", shellQuote(hook), "@IN@", shellQuote(in), "@OUT@", shellQuote(out))
+	return r.Replace(plumbingTemplate)
+}
+
+// The template, with @HOOK@, @IN@ and @OUT@ replaced by quoted words.
+// __dsh_s is the status of the last command line (restored as $? for the
+// next), __dsh_o its $-, __dsh_z is set from a line's end to the next
+// prompt, __dsh_r is set once the line has read its command, __dsh_j is $!
+// when the command began, __dsh_h holds a PROMPT_COMMAND the model set.
+const plumbingTemplate = `builtin export -n PS0 PS1 PS2
+PS0= PS1= PS2=
+builtin set +o history +H +o emacs +o vi
+__dsh_s=0 __dsh_o=$- __dsh_z=1 __dsh_r= __dsh_j=${!-} __dsh_c= __dsh_t= __dsh_x= __dsh_h=()
+builtin readonly __dsh_g=@HOOK@
+__dsh_b() {
+	__dsh_c= __dsh_r= __dsh_z= __dsh_j=${!-}
+	IFS= LC_ALL=C builtin read -r -N "$1" __dsh_c <@IN@ || { builtin enable read; IFS= LC_ALL=C builtin read -r -N "$1" __dsh_c <@IN@; } && __dsh_r=1
+	[[ -t 1 && -t 2 ]] || __dsh_y
+	[[ $__dsh_o != *x* ]] || __dsh_c="builtin set -x;$__dsh_c"
+	[[ $__dsh_o != *v* ]] || builtin set -v
+	[[ $__dsh_o != *u* ]] || builtin set -u
+	builtin return "$__dsh_s"
+}
+__dsh_y() {
+	builtin unset -f exec
+	[[ -t 1 ]] || exec >/dev/tty
+	[[ -t 2 ]] || exec 2>/dev/tty
+}
+__dsh_e() {
+	__dsh_s=$? __dsh_o=$-
+	builtin set +euvx
+	__dsh_z=1
+	__dsh_f E "$1"
+}
+__dsh_p() {
+	if [[ ${__dsh_z-} ]]; then __dsh_z=; builtin return; fi
+	__dsh_x=$SHELLOPTS
+	POSIXLY_CORRECT=1
+	\unset -f builtin enable unset 2>/dev/null
+	\unset POSIXLY_CORRECT
+	[[ $__dsh_x != *posix* ]] || builtin set -o posix
+	__dsh_s=$__dsh_t __dsh_o=$-
+	builtin set +euvx
+	__dsh_f A -
+}
+__dsh_f() {
+	builtin enable eval read printf jobs set exec return export unset 2>/dev/null
+	PS0= PS1= PS2=
+	if [[ ${#PROMPT_COMMAND[@]} != 1 || $PROMPT_COMMAND != "$__dsh_g" ]]; then
+		__dsh_h=("${PROMPT_COMMAND[@]}")
+		builtin unset PROMPT_COMMAND
+		PROMPT_COMMAND=$__dsh_g
+		builtin export PROMPT_COMMAND
+	fi
+	if [[ ${__dsh_h[*]} ]]; then
+		for __dsh_x in "${__dsh_h[@]}"; do __dsh_q; builtin eval -- "$__dsh_x"; done </dev/null >/dev/null 2>&1
+	fi
+	[[ :$SHELLOPTS: != *:history:* ]] || builtin set +o history
+	[[ :$SHELLOPTS: != *:emacs:* && :$SHELLOPTS: != *:vi:* ]] || builtin set +o emacs +o vi
+	[[ $- == *m* ]] || builtin set -m
+	[[ ${!-} == "$__dsh_j" ]] || builtin jobs -rn >/dev/null
+	{ builtin jobs -n; builtin printf '\0%s %s %s %s %s %s\n' "$1" "$2" "$__dsh_s" "${__dsh_r:-0}" "$$" "$__dsh_o"; } >>@OUT@
+}
+__dsh_q() { builtin return "$__dsh_s"; }
+__dsh_l() {
+	builtin set +o emacs +o vi
+	__dsh_z=1
+	__dsh_r0
+}
+__dsh_r0() { builtin printf '\0R - 0 0 %s %s\n' "$$" "$-" >>@OUT@; }
+builtin readonly -f __dsh_b __dsh_y __dsh_e __dsh_p __dsh_f __dsh_q __dsh_l __dsh_r0
+__dsh_r0
+`
+
+// shellQuote quotes s as one bash word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,114 @@
+package bashtool
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+type memFile struct {
+	strings.Builder
+	closed bool
+}
+
+func (f *memFile) Close() error { f.closed = true; return nil }
+
+func TestSinkHeadAndTail(t *testing.T) {
+	var file memFile
+	s := newSink(100, func() (io.WriteCloser, string, error) { return &file, "/tmp/out-1.txt", nil })
+	var all strings.Builder
+	for i := range 1000 {
+		line := strings.Repeat("é", i%7) + "line " + string(rune('a'+i%26)) + "\n"
+		all.WriteString(line)
+		s.write(line)
+	}
+	s.close()
+	want := strings.TrimSuffix(all.String(), "\n")
+	if file.String() != want+"\n" || !file.closed {
+		t.Fatalf("file holds %d bytes, want the whole output (%d bytes)", file.Len(), len(want)+1)
+	}
+	got := s.text()
+	head, rest, ok := strings.Cut(got, "[... ")
+	if !ok {
+		t.Fatalf("no notice in %q", got)
+	}
+	notice, tail, _ := strings.Cut(rest, "...]\n")
+	if !strings.HasPrefix(want, head) || !strings.HasSuffix(want, tail) {
+		t.Fatalf("head or tail is not the output's own:\nhead %q\ntail %q", head, tail)
+	}
+	if n := utf8.RuneCountInString(head) + utf8.RuneCountInString(tail); n > 100 || n < 60 {
+		t.Fatalf("head+tail = %d runes, want close to the limit 100", n)
+	}
+	if !strings.HasSuffix(head, "\n") || strings.HasPrefix(tail, "\n") {
+		t.Fatalf("cuts are not at line boundaries: head %q tail %q", head, tail)
+	}
+	omitted := utf8.RuneCountInString(want) - utf8.RuneCountInString(head) - utf8.RuneCountInString(tail)
+	if !strings.Contains(notice, "characters") || !strings.Contains(notice, "/tmp/out-1.txt") ||
+		!strings.HasPrefix(notice, itoa(omitted)+" characters") {
+		t.Fatalf("notice %q (omitted %d)", notice, omitted)
+	}
+	if !utf8.ValidString(got) {
+		t.Fatal("a character was split")
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestSinkFitsExactly(t *testing.T) {
+	s := newSink(5, func() (io.WriteCloser, string, error) { t.Fatal("no file needed"); return nil, "", nil })
+	s.write("中文abc\n")
+	if got := s.text(); got != "中文abc" {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestSinkFileError(t *testing.T) {
+	s := newSink(3, func() (io.WriteCloser, string, error) { return nil, "", errors.New("disk full") })
+	s.write("abcdefgh\n")
+	if got := s.text(); !strings.Contains(got, "could not be saved: disk full") {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestSinkDropTrailingLine(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"before\nexit\n", "before"},
+		{"exit\n", ""},
+		{"exit now\n", "exit now"},
+		{"before\n", "before"},
+	} {
+		s := newSink(100, nil)
+		s.write(tt.in)
+		s.dropTrailingLine("exit")
+		if got := s.text(); got != tt.want {
+			t.Errorf("%q: got %q want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestOpenOutputIsPerOwnerAndRemoved(t *testing.T) {
+	base := t.TempDir()
+	st := &ownerState{}
+	f, path, err := st.openOutput(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if filepath.Dir(filepath.Dir(path)) != base {
+		t.Fatalf("path %s not under %s", path, base)
+	}
+	if _, p2, _ := st.openOutput(base); filepath.Dir(p2) != filepath.Dir(path) || p2 == path {
+		t.Fatalf("second file %s", p2)
+	}
+	if err := st.removeOutputs(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Fatalf("directory not removed: %v", err)
+	}
+}
