@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
 )
 
 // BenchmarkExecTrue measures the hot path of the bash tool: Exec of `true`
@@ -18,6 +21,7 @@ func BenchmarkExecTrue(b *testing.B) {
 	s := benchSession(b)
 	ctx := context.Background()
 	b.ReportAllocs()
+	defer reportShellCPU(b, s)()
 	for b.Loop() {
 		sn, err := s.Exec(ctx, terminal.ExecRequest{Command: "true", Stream: true})
 		if err != nil {
@@ -96,6 +100,34 @@ func BenchmarkSpawn(b *testing.B) {
 		}
 		b.StartTimer()
 	}
+}
+
+// reportShellCPU reports, when the returned func runs, the CPU the shell
+// spent per operation: the bash half of a call's cost.
+func reportShellCPU(b *testing.B, s *session) func() {
+	before, self := shellCPU(b, s.pid), selfCPU(b)
+	return func() {
+		b.ReportMetric(float64((shellCPU(b, s.pid)-before).Microseconds())/float64(b.N), "bash-µs/op")
+		b.ReportMetric(float64((selfCPU(b)-self).Microseconds())/float64(b.N), "dsh-µs/op")
+	}
+}
+
+// selfCPU is the user and system time of this process: dsh's half.
+func selfCPU(b *testing.B) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// shellCPU is the user and system time pid has used.
+func shellCPU(b *testing.B, pid int) time.Duration {
+	st, err := proc.ReadStat(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st.CPU()
 }
 
 func benchBackend(b *testing.B) *Backend {

@@ -123,14 +123,18 @@ func (s *session) teardown(ctx context.Context) error {
 		}
 	}
 	s.mu.Lock()
-	if !s.masterClosed {
-		s.masterClosed = true
+	hangUp := !s.masterClosed
+	s.masterClosed = true
+	s.mu.Unlock()
+	if hangUp {
 		// Closing the master hangs the terminal up: the kernel sends SIGHUP
 		// to the shell, and bash passes it on to its jobs. It also ends the
-		// read loop and any write still waiting for room.
+		// read loop and any write still waiting for room. Not under the
+		// lock: the close waits for a read in progress, which takes the
+		// lock (see readLoop); from here on nothing under the lock touches
+		// the master.
 		s.term.close()
 	}
-	s.mu.Unlock()
 	target := s.target
 	target.Grace = s.cfg.grace
 	err := proc.Terminate(ctx, target)

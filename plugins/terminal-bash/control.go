@@ -43,7 +43,7 @@ const controlDirPrefix = "dsh-shell-"
 // newControl creates the directory, the FIFOs and the plumbing script.
 // parentPID is the pid the shell's parent will have.
 func newControl(parentPID int) (*control, error) {
-	dir, err := os.MkdirTemp("", controlDirPrefix)
+	dir, err := os.MkdirTemp("/dev/shm", controlDirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("control directory: %w", err)
 	}

@@ -71,7 +71,7 @@ func (s *session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.
 	if err != nil {
 		return nil, fmt.Errorf("terminal-bash: session %s: exec: write the command: %w", s.id, err)
 	}
-	s.lineBuf = appendCommandLine(s.lineBuf[:0], len(input), c.nonce)
+	s.lineBuf = appendCommandLine(s.lineBuf[:0], req.Command, c.nonce)
 	s.cur, s.slot, s.live, s.idle = c, sn, sn, false
 	if err := s.writeLocked(sn, string(s.lineBuf), now); err != nil {
 		s.cur, s.slot, s.live = nil, nil, nil

@@ -155,17 +155,35 @@ func newNonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-// appendCommandLine appends the line typed for a command of n bytes waiting
-// in the input channel: read it, eval it in the shell's own context, report
-// the end. It is printable ASCII, and the shell reads it whole from the
+// appendCommandLine appends the line typed for a command waiting in the
+// input channel: read it, eval it in the shell's own context, report the
+// end. It is printable ASCII, and the shell reads it whole from the
 // terminal's line discipline (no line editor runs), so its length costs
 // next to nothing.
-func appendCommandLine(dst []byte, n int, nonce string) []byte {
+//
+// The command's length is its byte count, which `read -N` counts in
+// characters of the shell's locale: the same number for ASCII text in every
+// locale bash supports. Other text is read in the C locale, where a
+// character is a byte; switching the locale twice costs bash more than the
+// whole rest of the plumbing, so ASCII commands are spared it.
+func appendCommandLine(dst []byte, command, nonce string) []byte {
 	dst = append(dst, `\`+fnBegin+" "...)
-	dst = strconv.AppendInt(dst, int64(n), 10)
+	dst = strconv.AppendInt(dst, int64(len(command)), 10)
+	if !isASCII(command) {
+		dst = append(dst, " c"...)
+	}
 	dst = append(dst, `;\builtin eval -- "$__dsh_c";{ \`+fnEnd+" "...)
 	dst = append(dst, nonce...)
 	return append(dst, ";} 2>/dev/null\n"...)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // promptHook is PROMPT_COMMAND, exported so that a bash that replaces the
@@ -195,7 +213,11 @@ __dsh_s=0 __dsh_o=$- __dsh_z=1 __dsh_r= __dsh_j=${!-} __dsh_c= __dsh_t= __dsh_x=
 builtin readonly __dsh_g=@HOOK@
 __dsh_b() {
 	__dsh_c= __dsh_r= __dsh_z= __dsh_j=${!-}
-	IFS= LC_ALL=C builtin read -r -N "$1" __dsh_c <@IN@ || { builtin enable read; IFS= LC_ALL=C builtin read -r -N "$1" __dsh_c <@IN@; } && __dsh_r=1
+	if [[ -z ${2-} ]]; then
+		IFS= builtin read -r -N "$1" __dsh_c <@IN@ || { builtin enable read; IFS= builtin read -r -N "$1" __dsh_c <@IN@; } && __dsh_r=1
+	else
+		IFS= LC_ALL=C builtin read -r -N "$1" __dsh_c <@IN@ || { builtin enable read; IFS= LC_ALL=C builtin read -r -N "$1" __dsh_c <@IN@; } && __dsh_r=1
+	fi
 	[[ -t 1 && -t 2 ]] || __dsh_y
 	[[ $__dsh_o != *x* ]] || __dsh_c="builtin set -x;$__dsh_c"
 	[[ $__dsh_o != *v* ]] || builtin set -v
@@ -222,10 +244,11 @@ __dsh_p() {
 	[[ $__dsh_x != *posix* ]] || builtin set -o posix
 	__dsh_s=$__dsh_t __dsh_o=$-
 	builtin set +euvx
-	__dsh_f A -
+	builtin enable eval read printf jobs set exec return export unset
+	__dsh_f A - 2>/dev/null
 }
 __dsh_f() {
-	builtin enable eval read printf jobs set exec return export unset 2>/dev/null
+	builtin enable eval read printf jobs set exec return export unset
 	PS0= PS1= PS2=
 	if [[ ${#PROMPT_COMMAND[@]} != 1 || $PROMPT_COMMAND != "$__dsh_g" ]]; then
 		__dsh_h=("${PROMPT_COMMAND[@]}")
@@ -236,11 +259,12 @@ __dsh_f() {
 	if [[ ${__dsh_h[*]} ]]; then
 		for __dsh_x in "${__dsh_h[@]}"; do __dsh_q; builtin eval -- "$__dsh_x"; done </dev/null >/dev/null 2>&1
 	fi
-	[[ :$SHELLOPTS: != *:history:* ]] || builtin set +o history
-	[[ :$SHELLOPTS: != *:emacs:* && :$SHELLOPTS: != *:vi:* ]] || builtin set +o emacs +o vi
-	[[ $- == *m* ]] || builtin set -m
+	[[ ! -o history ]] || builtin set +o history
+	[[ ! -o emacs && ! -o vi ]] || builtin set +o emacs +o vi
+	[[ -o monitor ]] || builtin set -m
 	[[ ${!-} == "$__dsh_j" ]] || builtin jobs -rn >/dev/null
-	{ builtin jobs -n; builtin printf '\0%s %s %s %s %s %s\n' "$1" "$2" "$__dsh_s" "${__dsh_r:-0}" "$$" "$__dsh_o"; } >>@OUT@
+	{ builtin jobs -n; builtin printf '\0%s %s %s %s %s %s\n' "$1" "$2" "$__dsh_s" "${__dsh_r:-0}" "$$" "$__dsh_o" ||
+		{ builtin enable printf && builtin printf '\0%s %s %s %s %s %s\n' "$1" "$2" "$__dsh_s" "${__dsh_r:-0}" "$$" "$__dsh_o"; }; } >>@OUT@
 }
 __dsh_q() { builtin return "$__dsh_s"; }
 __dsh_l() {

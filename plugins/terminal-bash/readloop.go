@@ -12,38 +12,66 @@ import (
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
 )
 
-// readLoop is the only reader of the master. It doubles as the session's
-// timer: the master's read deadline is set to the next moment something is
-// due (armLocked), so a quiet terminal wakes the loop exactly then, and
-// output, records and timers are handled by one goroutine in order.
+// readLoop waits for the master's output and reads it. It doubles as the
+// session's timer: the master's read deadline is set to the next moment
+// something is due (armLocked), so a quiet terminal wakes the loop exactly
+// then, and output and timers are handled in order.
+//
+// Every read of the master happens under the session lock together with
+// rendering what it returned (here, and in drainLocked), so whoever holds
+// the lock can drain the terminal and nothing is ever rendered out of
+// order: the control channel's reader settles a command on its end record
+// at once, without waking this loop.
 func (s *session) readLoop() {
 	defer close(s.loopDone)
 	for {
-		n, err := s.term.master.Read(s.rbuf)
-		if n > 0 {
-			s.consume(s.rbuf[:n])
-			s.holdBack()
-		}
-		switch {
-		case err == nil:
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			s.wake()
-		default:
-			// Close took the master away (the session holds the slave, so
-			// the master never reports the terminal gone before that).
-			if !errors.Is(err, os.ErrClosed) {
-				s.log.Warn("terminal read failed", "err", err)
+		var ioErr error
+		err := s.term.raw.Read(func(fd uintptr) bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			n, err := unix.Read(int(fd), s.rbuf)
+			switch {
+			case err == unix.EAGAIN:
+				return false // wait until the master is readable
+			case err == unix.EINTR:
+			case err != nil:
+				ioErr = err
+			case n == 0:
+				ioErr = io.EOF
+			default:
+				s.consumeLocked(s.rbuf[:n])
 			}
-			s.endOfOutput()
-			return
+			return true
+		})
+		if err == nil && ioErr == nil {
+			s.holdBack()
+			continue
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			s.wake()
+			continue
+		}
+		// Close took the master away (the session holds the slave, so the
+		// master never reports the terminal gone before that).
+		if err == nil {
+			err = ioErr
+		}
+		s.mu.Lock()
+		closed := s.masterClosed
+		s.mu.Unlock()
+		if !closed {
+			s.log.Warn("terminal read failed", "err", err)
+		}
+		s.endOfOutput()
+		return
 	}
 }
 
-// readRecords is the control channel's reader: it hands what the plumbing
-// reports to the read loop. Each read and the hand-over happen under the
-// session lock, so a record is always either still in the FIFO or in
-// s.records, never in between: recordsInFlight can trust what it sees.
+// readRecords is the control channel's reader: it acts on what the
+// plumbing reports, under the session lock, after draining what the
+// terminal holds (written before the report). Each read of the FIFO happens
+// under the lock too, so a record is either still in the FIFO or handled:
+// recordsInFlight can trust what it sees.
 func (s *session) readRecords() {
 	defer close(s.ctlDone)
 	rc, err := s.ctl.out.SyscallConn()
@@ -68,9 +96,17 @@ func (s *session) readRecords() {
 			case n == 0:
 				ioErr = io.EOF
 			default:
-				s.records = p.feed(buf[:n], s.records)
+				if s.records = p.feed(buf[:n], s.records[:0]); len(s.records) > 0 {
+					s.drainLocked(drainProofReads)
+					for i := range s.records {
+						s.recordLocked(&s.records[i])
+					}
+					clear(s.records)
+				}
+				// A short read took all the FIFO held: wait for more at
+				// once, without the read that would only say so.
+				return n == len(buf)
 			}
-			s.armLocked() // wakes the read loop now
 			return true
 		})
 		if err != nil || ioErr != nil {
@@ -79,12 +115,10 @@ func (s *session) readRecords() {
 	}
 }
 
-// consume renders one chunk of output and hands it on: to the scrollback,
-// and to the live send or, between sends, to the unclaimed buffer the next
-// send starts with.
-func (s *session) consume(p []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// consumeLocked renders one chunk of output and hands it on: to the
+// scrollback, and to the live send or, between sends, to the unclaimed
+// buffer the next send starts with.
+func (s *session) consumeLocked(p []byte) {
 	s.segs = s.filter.Feed(s.segs[:0], p)
 	s.renderLocked()
 	now := time.Now()
@@ -171,24 +205,11 @@ func (s *session) wake() {
 	s.term.master.SetReadDeadline(time.Time{})
 	s.armed = time.Time{}
 	if s.exitSeen && !s.exited {
-		s.mu.Unlock()
-		s.drain(drainExitReads)
-		s.mu.Lock()
+		s.drainLocked(drainExitReads)
 		s.finishExitLocked()
 		s.armLocked()
 		s.mu.Unlock()
 		return
-	}
-	if recs := s.records; len(recs) > 0 {
-		s.records = nil
-		// What the terminal holds was written before the records: it
-		// belongs to the command they end.
-		s.mu.Unlock()
-		s.drain(drainProofReads)
-		s.mu.Lock()
-		for i := range recs {
-			s.recordLocked(&recs[i])
-		}
 	}
 	sn := s.live
 	if sn == nil {
@@ -202,12 +223,10 @@ func (s *session) wake() {
 		s.mu.Unlock()
 		s.track(now)
 		v := s.probe(learn)
-		if v == sawPrompt || v == sawWaiting {
-			if !s.drain(drainProofReads) {
-				v = sawNothing // still printing: not idle
-			}
-		}
 		s.mu.Lock()
+		if (v == sawPrompt || v == sawWaiting) && !s.drainLocked(drainProofReads) {
+			v = sawNothing // still printing: not idle
+		}
 		now = time.Now()
 		s.verdictLocked(sn, v, gen, now)
 	}
@@ -255,8 +274,10 @@ func (s *session) recordLocked(r *record) {
 		if r.kind == recordReady {
 			s.ready = true
 		}
-		s.claim = r
+		claim := *r // r is the reader's scratch
+		s.claim = &claim
 		s.probeEvery, s.nextProbe = claimProbeMin, time.Now()
+		s.armLocked()
 	}
 }
 
@@ -321,6 +342,13 @@ func (s *session) probe(learn bool) verdict {
 			// Just installed, and waiting in a line editor's read.
 			return sawLineEditor
 		}
+		// The shell is not in a read of the terminal (or could not be
+		// seen in one for sure): only another member of its group can be
+		// waiting for input, a program that joined the group.
+		if s.othersWaiting(fg) {
+			return sawWaiting
+		}
+		return sawNothing
 	}
 	if s.groupWaiting(fg, s.snap) {
 		return sawWaiting
@@ -334,7 +362,7 @@ func (s *session) recordsInFlight() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, err := s.ctl.unread()
-	return len(s.records) > 0 || err != nil || n > 0
+	return err != nil || n > 0
 }
 
 func (s *session) isReady() bool {
@@ -424,14 +452,18 @@ const drainProofReads = 16
 // and belongs to the scrollback, not to the send that ends.
 const drainExitReads = 64
 
-// drain reads and consumes what the master holds without blocking, at most
-// maxReads chunks. It reports whether the master was found empty, which
-// means every byte written to the slave before the call has been consumed.
-func (s *session) drain(maxReads int) bool {
+// drainLocked reads and consumes what the master holds without blocking,
+// at most maxReads chunks. It reports whether the master was found empty,
+// which means every byte written to the slave before the call has been
+// consumed.
+func (s *session) drainLocked(maxReads int) bool {
+	if s.masterClosed {
+		return true
+	}
 	for range maxReads {
 		n, done, err := s.term.readNow(s.rbuf)
 		if n > 0 {
-			s.consume(s.rbuf[:n])
+			s.consumeLocked(s.rbuf[:n])
 		}
 		if done || err != nil {
 			return err == nil
@@ -463,6 +495,16 @@ func (s *session) groupWaiting(pgid int, snap *proc.Snapshot) bool {
 		snap = &proc.Snapshot{}
 	}
 	if !snap.WaitingOnTerminal(pgid, s.term.slaveRdev) {
+		return false
+	}
+	pending, err := s.term.pendingInput()
+	return err == nil && pending == 0
+}
+
+// othersWaiting is groupWaiting for the members of the shell's own group
+// other than the shell.
+func (s *session) othersWaiting(pgid int) bool {
+	if s.snap == nil || s.term.landInput() != nil || !s.snap.OthersWaitingOnTerminal(pgid, s.term.slaveRdev) {
 		return false
 	}
 	pending, err := s.term.pendingInput()
@@ -531,15 +573,22 @@ func (s *session) boundaryLocked(now time.Time) {
 }
 
 // armLocked sets the master's read deadline to the next moment the read
-// loop has something to decide: now when records or an exit await
-// processing, otherwise the earliest of the live send's deadline, its
-// silence bound and its next proof. No live send, no deadline.
+// loop has something to decide: now when an exit awaits processing,
+// otherwise the earliest of the live send's deadline, its silence bound and
+// its next proof.
+//
+// Changing the deadline costs a timer update, and one that comes earlier
+// than the runtime's next wakeup breaks its poller: on the path of a quick
+// command that is most of what dsh spends. So a deadline more than a grid
+// step away is rounded up to the grid, which commands that follow each
+// other share, and a deadline that has nothing left to do is left to fire
+// once (wake then clears it) rather than cleared at every settle.
 func (s *session) armLocked() {
 	var at time.Time
 	switch sn := s.live; {
 	case s.masterClosed:
 		return
-	case len(s.records) > 0, s.exitSeen && !s.exited && !s.eof:
+	case s.exitSeen && !s.exited && !s.eof:
 		at = time.Unix(1, 0)
 	case sn != nil:
 		at = sn.deadline
@@ -550,6 +599,11 @@ func (s *session) armLocked() {
 			// A busy send's probe waits for resumeLocked.
 			at = earliest(at, s.nextProbe)
 		}
+		if time.Until(at) > deadlineGrid {
+			at = at.Truncate(deadlineGrid).Add(deadlineGrid)
+		}
+	default:
+		return // a stale deadline fires once, and wake clears it
 	}
 	if at.Equal(s.armed) {
 		return
@@ -557,6 +611,9 @@ func (s *session) armLocked() {
 	s.armed = at
 	s.term.master.SetReadDeadline(at)
 }
+
+// deadlineGrid is the step armLocked rounds deadlines up to.
+const deadlineGrid = 5 * time.Millisecond
 
 func earliest(t time.Time, ts ...time.Time) time.Time {
 	for _, u := range ts {

@@ -108,7 +108,7 @@ type session struct {
 	slot         *send // holds the one-send slot
 	live         *send // receives output and is judged by the readiness tiers
 	unclaimed    outBuf
-	// records are the plumbing's reports, waiting for the read loop.
+	// records is the control channel reader's scratch.
 	records []record
 	// claim is the latest prompt or ready record since the last boundary:
 	// it counts once /proc proves the shell at its prompt.

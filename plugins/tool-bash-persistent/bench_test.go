@@ -1,12 +1,18 @@
 package bashtool_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dshdev/dsh/host"
 )
 
 // The tool's benchmarks, end to end through the tools service with real
@@ -20,8 +26,44 @@ import (
 func BenchmarkTrue(b *testing.B) {
 	hs := newHarness(b, "", "")
 	o := hs.owner(b, "bench")
-	hs.expect(b, o, "true", "")
+	defer reportShellCPU(b, hs, o)()
 	latencies(b, func() { hs.expect(b, o, "true", "") })
+}
+
+// reportShellCPU reports, when the returned func runs, the CPU owner's
+// shell spent per call: the bash half of a call's cost.
+func reportShellCPU(b *testing.B, hs *harness, o *host.Owner) func() {
+	pid, err := strconv.Atoi(hs.run(b, o, "echo $$"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	before, self := processCPU(b, pid), selfCPU(b)
+	return func() {
+		b.ReportMetric(float64((processCPU(b, pid)-before).Microseconds())/float64(b.N), "bash-µs/op")
+		b.ReportMetric(float64((selfCPU(b)-self).Microseconds())/float64(b.N), "dsh-µs/op")
+	}
+}
+
+// selfCPU is the user and system time of this process: dsh's half.
+func selfCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// processCPU is the user and system time of pid, from /proc/<pid>/stat
+// (fields 14 and 15, in clock ticks of 1/100 s).
+func processCPU(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+	utime, _ := strconv.ParseUint(f[11], 10, 64)
+	stime, _ := strconv.ParseUint(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // BenchmarkEcho is a warm call with output.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,12 +33,24 @@ type Stat struct {
 	Threads int
 	// State is the one-letter scheduler state (R, S, D, T, t, Z, X, ...).
 	State byte
+	// UTime and STime are the user and system time the process has used,
+	// in clock ticks (fields 14 and 15).
+	UTime, STime uint64
 	// StartTime is in clock ticks since boot. With PID it names a process
 	// across pid reuse.
 	StartTime uint64
 	// Comm is the command name as the kernel shows it; it may contain
 	// spaces and parentheses.
 	Comm string
+}
+
+// userHZ is the clock tick of /proc's times: USER_HZ, which Linux fixes at
+// 100 for every program it shows times to.
+const userHZ = 100
+
+// CPU is the user and system time the process has used.
+func (s Stat) CPU() time.Duration {
+	return time.Duration(s.UTime+s.STime) * time.Second / userHZ
 }
 
 // Dead reports whether the process has exited (zombie or dead) and only
@@ -99,6 +112,18 @@ func ParseStat(data []byte) (Stat, error) {
 			return Stat{}, fmt.Errorf("%w: %s: %v", ErrMalformedStat, f.name, err)
 		}
 		*f.dst = v
+	}
+	for _, f := range []struct {
+		dst  *uint64
+		idx  int
+		name string
+	}{
+		{&st.UTime, 11, "utime"},
+		{&st.STime, 12, "stime"},
+	} {
+		if *f.dst, err = strconv.ParseUint(string(fields[f.idx]), 10, 64); err != nil {
+			return Stat{}, fmt.Errorf("%w: %s: %v", ErrMalformedStat, f.name, err)
+		}
 	}
 	st.StartTime, err = strconv.ParseUint(string(fields[statFields-1]), 10, 64)
 	if err != nil {

@@ -22,19 +22,19 @@ func TestParseStat(t *testing.T) {
 	}{{
 		name: "plain",
 		in:   "42 (bash) S 1 42 42 34816 50 " + tail + "\n",
-		want: Stat{PID: 42, PPID: 1, PGRP: 42, Session: 42, TTYNr: 34816, TPGID: 50, Threads: 1, State: 'S', StartTime: 777, Comm: "bash"},
+		want: Stat{PID: 42, PPID: 1, PGRP: 42, Session: 42, TTYNr: 34816, TPGID: 50, Threads: 1, State: 'S', UTime: 1, STime: 2, StartTime: 777, Comm: "bash"},
 	}, {
 		name: "comm with spaces and parens",
 		in:   "1 (a) b) S 0 1 1 0 -1 " + tail,
-		want: Stat{PID: 1, PPID: 0, PGRP: 1, Session: 1, TTYNr: 0, TPGID: -1, Threads: 1, State: 'S', StartTime: 777, Comm: "a) b"},
+		want: Stat{PID: 1, PPID: 0, PGRP: 1, Session: 1, TTYNr: 0, TPGID: -1, Threads: 1, State: 'S', UTime: 1, STime: 2, StartTime: 777, Comm: "a) b"},
 	}, {
 		name: "comm that looks like fields",
 		in:   "7 (x) R 1 2 3 4 5 ) Z 3 7 7 0 -1 " + tail,
-		want: Stat{PID: 7, PPID: 3, PGRP: 7, Session: 7, TTYNr: 0, TPGID: -1, Threads: 1, State: 'Z', StartTime: 777, Comm: "x) R 1 2 3 4 5 "},
+		want: Stat{PID: 7, PPID: 3, PGRP: 7, Session: 7, TTYNr: 0, TPGID: -1, Threads: 1, State: 'Z', UTime: 1, STime: 2, StartTime: 777, Comm: "x) R 1 2 3 4 5 "},
 	}, {
 		name: "empty comm",
 		in:   "9 () D 2 0 0 0 -1 " + tail,
-		want: Stat{PID: 9, PPID: 2, State: 'D', TPGID: -1, Threads: 1, StartTime: 777},
+		want: Stat{PID: 9, PPID: 2, State: 'D', TPGID: -1, Threads: 1, UTime: 1, STime: 2, StartTime: 777},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -100,7 +100,7 @@ var devTTY = unix.Mkdev(5, 0)
 // prompt of sudo or su) is readable only with CAP_SYS_PTRACE, so without it
 // such a wait is a miss.
 func WaitingOnTerminal(pgid int, tty uint64) (bool, error) {
-	return waitingOnTerminal(waitSyscalls[runtime.GOARCH], pgid, tty, nil)
+	return waitingOnTerminal(waitSyscalls[runtime.GOARCH], pgid, tty, nil, true)
 }
 
 // WaitingOnTerminal is the package function of that name, except that the
@@ -110,16 +110,25 @@ func WaitingOnTerminal(pgid int, tty uint64) (bool, error) {
 // group since the snapshot is not counted; one that joined since is not
 // seen (a miss, never a false proof).
 func (s *Snapshot) WaitingOnTerminal(pgid int, tty uint64) bool {
-	ok, _ := waitingOnTerminal(waitSyscalls[runtime.GOARCH], pgid, tty, s)
+	ok, _ := waitingOnTerminal(waitSyscalls[runtime.GOARCH], pgid, tty, s, true)
 	return ok
 }
 
-func waitingOnTerminal(table map[int]waitKind, pgid int, tty uint64, snap *Snapshot) (bool, error) {
+// OthersWaitingOnTerminal is WaitingOnTerminal for the members of group
+// pgid other than its leader: for a caller that has judged the leader
+// already (a shell that owns the terminal), and asks whether anything else
+// in its group reads it.
+func (s *Snapshot) OthersWaitingOnTerminal(pgid int, tty uint64) bool {
+	ok, _ := waitingOnTerminal(waitSyscalls[runtime.GOARCH], pgid, tty, s, false)
+	return ok
+}
+
+func waitingOnTerminal(table map[int]waitKind, pgid int, tty uint64, snap *Snapshot, leader bool) (bool, error) {
 	if table == nil || pgid <= 0 {
 		return false, nil
 	}
 	buf := make([]byte, statBufSize)
-	if probeMember(table, pgid, pgid, tty, buf) {
+	if leader && probeMember(table, pgid, pgid, tty, buf) {
 		return true, nil
 	}
 	if snap != nil {
