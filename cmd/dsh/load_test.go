@@ -16,23 +16,28 @@ import (
 )
 
 // TestE2EHTTPLoad runs many concurrent HTTP sessions, each with its own
-// shell, each making many bash calls, against the real binary. Every result
-// must be exact. Then half the sessions end (DELETE) and the server is
-// stopped with the other half open: no shell may survive. The numbers
-// (time, throughput, latency, dsh's own memory, which excludes the bash
-// processes, shutdown time) are logged, never asserted.
+// shell, each making many bash calls of mixed kinds (see mixedCall),
+// against the real binary. Every result must be exact. Then half the
+// sessions end (DELETE) and the server is stopped with the other half open:
+// no shell may survive. The numbers (time, throughput, latency, dsh's own
+// CPU per call and memory, which exclude the bash processes, shutdown time)
+// are logged, never asserted.
 //
-// Plain `go test` runs a small load; DSH_LOAD_FULL=1 runs the full one
-// (200 sessions × 50 calls):
+// Plain `go test` runs a small load; DSH_LOAD_FULL=1 runs 200 sessions × 50
+// calls, and DSH_LOAD_SESSIONS and DSH_LOAD_CALLS set other sizes:
 //
 //	DSH_LOAD_FULL=1 go test -run TestE2EHTTPLoad -v ./cmd/dsh
+//	DSH_LOAD_SESSIONS=1000 DSH_LOAD_CALLS=20 go test -run TestE2EHTTPLoad -v -timeout 30m ./cmd/dsh
 func TestE2EHTTPLoad(t *testing.T) {
 	sessions, calls := 10, 10
 	if os.Getenv("DSH_LOAD_FULL") == "1" {
 		sessions, calls = 200, 50
 	}
+	sessions = envInt(t, "DSH_LOAD_SESSIONS", sessions)
+	calls = envInt(t, "DSH_LOAD_CALLS", calls)
 	d := startHTTP(t)
 	before := procStatus(t, d.cmd.Process.Pid)
+	cpuBefore := processCPU(t, d.cmd.Process.Pid)
 
 	var (
 		mu        sync.Mutex
@@ -69,9 +74,9 @@ func TestE2EHTTPLoad(t *testing.T) {
 			}
 			shell := ""
 			for c := range calls {
-				want := fmt.Sprintf("s%d-c%d", s, c)
+				command, check := mixedCall(s, c)
 				t0 := time.Now()
-				res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo " + want + " $$"}})
+				res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": command}})
 				elapsed := time.Since(t0)
 				if err != nil {
 					fail("session %d call %d: %v", s, c, err)
@@ -83,12 +88,17 @@ func TestE2EHTTPLoad(t *testing.T) {
 						text = tc.Text
 					}
 				}
-				got, pid, _ := strings.Cut(text, " ")
-				if res.IsError || got != want || pid == "" || (shell != "" && pid != shell) {
-					fail("session %d call %d: %q (isError %v), want %q from shell %s", s, c, text, res.IsError, want, shell)
+				pid, why := check(text)
+				switch {
+				case res.IsError || why != "":
+					fail("session %d call %d %q: %q (isError %v): %s", s, c, command, text, res.IsError, why)
 					continue
+				case pid != "" && shell != "" && pid != shell:
+					fail("session %d call %d: shell %s, want %s", s, c, pid, shell)
+					continue
+				case pid != "":
+					shell = pid
 				}
-				shell = pid
 				mu.Lock()
 				latencies = append(latencies, elapsed)
 				mu.Unlock()
@@ -112,6 +122,7 @@ func TestE2EHTTPLoad(t *testing.T) {
 	}
 	callsDone.Wait()
 	elapsed := time.Since(start)
+	cpu := processCPU(t, d.cmd.Process.Pid) - cpuBefore
 	peak := procStatus(t, d.cmd.Process.Pid)
 	close(release)
 	evenClosed.Wait()
@@ -140,12 +151,88 @@ func TestE2EHTTPLoad(t *testing.T) {
 	pct := func(p float64) time.Duration { return latencies[int(p*float64(len(latencies)-1))] }
 	t.Logf("%d sessions × %d calls = %d bash calls over HTTP in %s (%.0f calls/s, shell start included); errors: 0",
 		sessions, calls, sessions*calls, elapsed.Round(time.Millisecond), float64(sessions*calls)/elapsed.Seconds())
+	t.Logf("dsh CPU per call (bash processes excluded, shell starts included): %s",
+		(cpu / time.Duration(sessions*calls)).Round(time.Microsecond))
+	t.Logf("dsh memory per open session: %.0f KiB", float64(vmKiB(t, peak["VmRSS"])-vmKiB(t, before["VmRSS"]))/float64(sessions))
 	t.Logf("call latency: p50 %s, p90 %s, p99 %s, max %s",
 		pct(0.5).Round(time.Microsecond), pct(0.9).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), latencies[len(latencies)-1].Round(time.Microsecond))
 	t.Logf("dsh process memory (bash processes excluded): idle VmRSS %s; with %d sessions open VmRSS %s, VmHWM %s; after %d closed VmRSS %s",
 		before["VmRSS"], sessions, peak["VmRSS"], peak["VmHWM"], (sessions+1)/2, after["VmRSS"])
 	t.Logf("SIGTERM with %d sessions open: dsh exited 0 after %s; all %d shells gone",
 		sessions/2, shutdown.Round(time.Millisecond), len(pids))
+}
+
+// mixedCall is call c of session s in the load test: a command and a check
+// of its result, which returns the shell's pid when the command reports it.
+// The kinds rotate: output with the pid, an exit status, state set for the
+// next call and checked by it, an output burst, and every eighth call a
+// read that the tool must interrupt.
+func mixedCall(s, c int) (string, func(string) (pid, why string)) {
+	tag := fmt.Sprintf("s%d-c%d", s, c)
+	exact := func(want string) func(string) (string, string) {
+		return func(got string) (string, string) {
+			if got != want {
+				return "", fmt.Sprintf("want %q", want)
+			}
+			return "", ""
+		}
+	}
+	switch {
+	case c%8 == 7:
+		return "read x", exact("[The command was waiting for interactive input, which this tool does not provide, so it was interrupted. Pass input non-interactively: arguments, a pipe, a here-document, or a --yes style flag.]")
+	case c%4 == 0:
+		return "echo " + tag + " $$", func(got string) (string, string) {
+			text, pid, _ := strings.Cut(got, " ")
+			if text != tag || pid == "" {
+				return "", fmt.Sprintf("want %q and a pid", tag)
+			}
+			return pid, ""
+		}
+	case c%4 == 1:
+		return "echo " + tag + "; (exit 3)", exact(tag + "\n[exit code: 3]")
+	case c%4 == 2:
+		return "cd / && export LOAD_TAG=" + tag, exact("")
+	}
+	prev := fmt.Sprintf("s%d-c%d", s, c-1)
+	return `printf '%s %s\n' "$PWD" "$LOAD_TAG"; seq 1 3000 | tail -n 1`, exact("/ " + prev + "\n3000")
+}
+
+// envInt reads a positive integer from the environment, or returns def.
+func envInt(t testing.TB, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// processCPU is the user and system time pid has used, from
+// /proc/PID/stat (fields 14 and 15, in ticks of 1/100 s).
+func processCPU(t testing.TB, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	utime, _ := strconv.ParseUint(f[11], 10, 64)
+	stime, _ := strconv.ParseUint(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// vmKiB parses a /proc/PID/status memory value such as "11520 kB".
+func vmKiB(t testing.TB, v string) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.TrimSuffix(v, " kB"))
+	if err != nil {
+		t.Fatalf("memory value %q", v)
+	}
+	return n
 }
 
 // procStatus reads the memory lines of /proc/PID/status.

@@ -17,5 +17,6 @@ func TestConformance(t *testing.T) {
 		ReadCommand:     "read line",
 		ProvesStdinWait: true,
 		ExitCommand:     "exit 3",
+		StatusCommand:   func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },
 	})
 }

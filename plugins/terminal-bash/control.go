@@ -36,14 +36,35 @@ type control struct {
 // before every new pipe of that user is cut to one page.
 const pipeSize = 4096
 
-// controlDirPrefix names the directories in the system's temporary
-// directory.
+// controlDirPrefix names the directories.
 const controlDirPrefix = "dsh-shell-"
+
+// controlBase is where the control directories go: a memory file system
+// when there is one, because a write to a FIFO updates its inode's
+// modification time, which a journaling file system commits to its journal
+// every time. $XDG_RUNTIME_DIR is the user's own; /dev/shm is shared but
+// sticky, and the directory itself is private (MkdirTemp makes it 0700
+// with a random name).
+func controlBase() string {
+	if dir := os.Getenv("XDG_RUNTIME_DIR"); dir != "" && isWritableDir(dir) {
+		return dir
+	}
+	var fs unix.Statfs_t
+	if unix.Statfs("/dev/shm", &fs) == nil && fs.Type == unix.TMPFS_MAGIC && isWritableDir("/dev/shm") {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
+
+func isWritableDir(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && fi.IsDir() && unix.Access(dir, unix.W_OK|unix.X_OK) == nil
+}
 
 // newControl creates the directory, the FIFOs and the plumbing script.
 // parentPID is the pid the shell's parent will have.
 func newControl(parentPID int) (*control, error) {
-	dir, err := os.MkdirTemp("/dev/shm", controlDirPrefix)
+	dir, err := os.MkdirTemp(controlBase(), controlDirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("control directory: %w", err)
 	}

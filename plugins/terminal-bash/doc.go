@@ -1,104 +1,146 @@
 // Package terminalbash is the "shell" terminal backend (plugin
 // "terminal-bash"): an interactive bash on a creack/pty PTY per session,
-// registered with the terminals service. It decides when a send is done,
-// renders what the terminal shows, and makes sure that closing a session
-// leaves no process behind.
+// registered with the terminals service. It runs commands through a shell
+// protocol that nothing in the shell can forge, decides when a send is
+// done, renders what the terminal shows, and makes sure that closing a
+// session leaves no process behind.
 //
 // # The session
 //
 // A session is bash started as a session leader on the slave of a fresh
-// PTY (rows×cols, TERM=dumb), inside its own cgroup v2 leaf where one can be
-// made, with an environment scrubbed of anything that looks like a
-// credential (a name containing KEY, PASSWORD, SECRET or TOKEN, or starting
-// with DSH_, in any case). Bash runs without startup files; its prompt is
-// "dsh> ", preceded by a private marker, ESC ] 133;D;<status> BEL, that
-// PROMPT_COMMAND prints before every prompt. PROMPT_COMMAND also re-asserts
-// PS1, so a command that changes PS1 changes it for zero prompts.
+// PTY (rows×cols, TERM=dumb, no echo), with no line editor (--noediting),
+// inside its own cgroup v2 leaf where one can be made, with an environment
+// scrubbed of anything that looks like a credential (a name containing
+// KEY, PASSWORD, SECRET or TOKEN, or starting with DSH_, in any case) and
+// of every descriptor dsh inherited. Its prompts are empty, so the
+// terminal shows only what commands print.
 //
-// Two goroutines serve a session. The reaper waits for bash to exit. The
-// read loop is the only reader of the master: it feeds every chunk through
-// screen.Filter (UTF-8, escape sequences, the marker) and screen.Lines
-// (carriage returns, erases) and hands the committed lines to the
-// scrollback and to the live send, or, between sends, to a bounded buffer
-// the next send starts with, so output between sends is never lost. The
-// read loop is also the session's only clock: the master's read deadline
-// is always set to the next moment a readiness tier is due, so a quiet
-// terminal wakes the loop exactly then and output and timers are handled
-// in order by one goroutine, with no polling and no timer goroutines. The
-// session keeps the slave open itself, so the master never reports the
-// terminal gone while the session lives and the loop runs until Close.
+// Three goroutines serve a session. The reaper waits for bash to exit. The
+// read loop waits for output and is the session's clock: the master's
+// read deadline is always set to the next moment a check is due, so a
+// quiet terminal wakes the loop exactly then, with no polling and no timer
+// goroutines. The control reader reads what the shell's plumbing reports.
+// Every read of the master happens under the session lock together with
+// rendering it (screen.Filter for UTF-8 and escape sequences, screen.Lines
+// for carriage returns and erases), so whoever holds the lock can drain the
+// terminal and output is never rendered out of order. Committed lines go
+// to the scrollback and to the live send or, between sends, to a bounded
+// buffer the next send starts with, so output between sends is never lost.
+// The session keeps the slave open itself, so the master never reports the
+// terminal gone while the session lives.
+//
+// # The shell protocol
+//
+// Exec (terminal.Executor) runs one command. Each session has a private
+// directory (0700, on tmpfs where there is one) with two FIFOs and the
+// plumbing script (protocol.go), which bash sources at its first prompt
+// from PROMPT_COMMAND. For a command, dsh
+//
+//  1. writes the command's text into the "in" FIFO;
+//  2. types one printable line, `\__dsh_b LEN;\builtin eval --
+//     "$__dsh_c";{ \__dsh_e NONCE;} 2>/dev/null`, which the terminal's line
+//     discipline hands to bash whole (no line editor runs, so its length
+//     costs next to nothing). It reads exactly LEN bytes of command, evals
+//     them in the shell's own context (cd, export, functions and exit work
+//     as the model expects; heredocs and syntax errors are eval's business,
+//     never a shell waiting for more lines), and reports the end;
+//  3. waits for the end record the plumbing writes into the "out" FIFO:
+//     the status, the shell's flags and the job notices (`jobs -n`, without
+//     the announcements of jobs the command started). Once it arrives, and
+//     the terminal has been drained of what was written before it, the
+//     command is complete.
+//
+// The NONCE is 64 random bits typed on that line and nowhere else: no
+// variable, function or file holds it, so only the line can report its
+// end. Printed output can never end, hide or forge a command, and neither
+// can a program that writes into the FIFO. Whatever else the plumbing
+// reports (its prompt hook at a prompt reached without that end, or "ready"
+// once installed) is a claim: it counts only when /proc proves bash itself
+// at its prompt, blocked in the very read(2) it makes for its next command
+// line (same buffer, same count, learnt when the plumbing reports ready; a
+// `read` builtin reads elsewhere), with the shell's group in the
+// foreground and nothing typed left unread. The plumbing keeps itself
+// working whatever a command does to the shell; protocol.go lists how.
+//
+// Nothing typed can reach anything but bash: a line is typed only when the
+// previous command has ended (by its record or the proof) and bash's own
+// group owns the terminal, and the command itself never goes through the
+// terminal. A shell that replaced itself (`exec bash`) installs the plumbing
+// again; if it has a line editor, one more line turns it off.
 //
 // # Readiness
 //
-// A send writes its text (and a carriage return for Enter) and then
-// settles on the first of these, checked as events arrive:
+// A send (Exec, or StartSend typing text) settles on the first of these,
+// checked as events arrive:
 //
-//  0. The prompt (stdin_read). After a chunk, if a marker arrived since the
-//     write and was followed by exactly "dsh> ", and the terminal's
-//     foreground group (TIOCGPGRP on the master) is bash's own, bash is back
-//     at its prompt. This costs one ioctl, and a send of `true` settles in
-//     about as long as bash takes to run it. A nested interactive bash
-//     prints the same marker and prompt while it is itself the foreground;
-//     tier 1 covers it.
-//  1. The stdin proof (stdin_read). A few milliseconds after the write or
+//  0. The command's end record (stdin_read, Prompt, Exec completed). For a
+//     quick command this is the only check: no /proc read, no timer.
+//  1. The prompt proof (stdin_read, Prompt): a prompt or ready claim, or
+//     the probe below, proves bash at its prompt. During an Exec that means
+//     the command line was abandoned (an interrupt ended it); for a line
+//     typed by hand it needs the hook's claim, since the same read waits for
+//     a continuation line.
+//  2. The stdin proof (stdin_read): a few milliseconds after the write or
 //     the last output, and then at doubling intervals up to stdinProbeMaxMs
-//     while the terminal stays quiet: the foreground group is proven, from
+//     while the terminal stays quiet, the foreground group is proven, from
 //     /proc, to be blocked reading this terminal (proc.WaitingOnTerminal),
-//     and nothing typed is left unread (TIOCINQ on the slave, after making the
-//     kernel deliver what was written, so the wait seen cannot be the one
-//     from before the write). That is cat, an interpreter, a pager, a
-//     password prompt, or bash itself in `read`, at a continuation prompt,
-//     or at a prompt without the marker (PROMPT_COMMAND overridden). The
-//     output still buffered in the master is collected before settling.
-//  2. Silence (inferred_idle): idleSilenceMs without output and without
+//     and nothing typed is left unread (TIOCINQ on the slave, after making
+//     the kernel deliver what was written). That is cat, an interpreter, a
+//     pager, a password prompt, or bash itself in `read`. A program that
+//     took the terminal and fakes a prompt is such a reader too, never the
+//     end of a command. The same probe finds a stopped shell and continues
+//     it (SIGCONT), and reports that on the command's result.
+//  3. Silence (inferred_idle): idleSilenceMs without output and without
 //     proof, for what cannot be proven, such as a program busy without
-//     output, or one run by another user.
-//  3. The deadline (timeout): the send's Timeout, or timeoutMs.
+//     output.
+//  4. The deadline (timeout): the send's Timeout, or timeoutMs.
 //
 // And at any time: bash exits (session_exit), once the output written
 // before the exit has been read; or the session is closed (session_exit).
+// The Exec result says whether the command had been taken at all (a shell
+// that died before reading it never ran it).
 //
 // Evidence is reset at every boundary, so nothing seen before a write or a
-// signal can settle a send after it: the write (under the session lock, so
-// no output is consumed between the reset and the write), Signal, and the
-// interrupt of Cancel. An empty send (no text, no Enter) writes nothing and
-// so keeps what was seen since the previous send: at an idle prompt it
-// settles at once. While a send's write or interrupt is still going on,
-// tiers 0 and 1 are not taken (they are looked at again when it ends), so
-// a send never settles before its successor could start.
+// signal can settle a send after it: the write, Signal, and the interrupt
+// of Cancel. An empty send writes nothing and so keeps what was learnt: a
+// command that has ended, or a shell at its prompt, answers at once. While
+// a send's write or interrupt is still going on, the proofs are not taken.
 //
 // After a signal, a caller should wait with an empty send before typing:
-// the signal's effect (a job dying, bash printing a new prompt) takes a
+// the signal's effect (a job dying, bash reaching its prompt) takes a
 // moment, and text typed meanwhile reaches whoever still reads the
 // terminal.
 //
 // # Writing and interrupting
 //
-// The text is written at once when the terminal takes it, which it almost
+// Text is written at once when the terminal takes it, which it almost
 // always does; otherwise the rest is written by a goroutine while the send
 // runs, and the send keeps the session's only slot until that write is
-// over, so a successor's text is never interleaved with it. Cancel does
-// what ^C does without relying on the terminal's ISIG, which raw-mode
-// programs turn off: it abandons a write still in progress, discards typed
+// over. A command longer than the FIFO holds (a page) is written the same
+// way while bash reads it. Cancel does what ^C does without relying on the
+// terminal's ISIG: it abandons a write still in progress, discards typed
 // input nobody has read (TCIFLUSH), and sends a real SIGINT to the
-// foreground group. When that group is bash itself, the signal waits (at
-// most about a tenth of a second) until bash blocks, because readline
-// handles a SIGINT that arrives while it is busy only at the next
-// keystroke, which it swallows. Cancel does not settle the send: the tiers
-// do, normally on the prompt that follows.
+// foreground group. When that group is bash itself and bash is busy, the
+// signal first waits (at most about a tenth of a second) for bash to block
+// or hand the terminal to the job it is starting, so the interrupt reaches
+// the command. Cancel does not settle the send: the shell's report does.
 //
 // # Output
 //
 // What a send returns is rendered like a terminal shows it: "10%\r20%\r30%\n"
 // is the line "30%", CRLF is one newline even when split across reads,
 // colours and titles are gone, invalid UTF-8 is U+FFFD. Send.Output returns
-// complete lines; the line still being written (normally the prompt) is in
-// the settled viewport, which holds the lines not pulled yet plus that
-// line, cut to the newest maxReadBytes. A caller that does not stream gets
-// the newest maxReadBytes and Truncated; a streaming caller (Stream) gets
-// every line exactly once, because the read loop stops reading the master
-// while the caller is more than maxReadBytes behind, and bash's output
-// waits in the kernel.
+// complete lines; the line still being written is in the settled viewport,
+// which holds the lines not pulled yet plus that line, cut to the newest
+// maxReadBytes. A command's output ends with the command: an escape
+// sequence it left open is closed and its last line is broken off, so the
+// next command's output starts clean. What the terminal showed between an
+// Exec and the send before it (background jobs) comes with the Exec's
+// result, not in its output. A caller that does not stream gets the newest
+// maxReadBytes and Truncated; a streaming caller (Stream) gets every line
+// exactly once, because the read loop stops reading the master while the
+// caller is more than maxReadBytes behind, and bash's output waits in the
+// kernel.
 //
 // # Cleanup
 //
@@ -121,24 +163,30 @@
 //     setsid and left the tree before any refresh saw it is killed.
 //
 // Close returns only when all of them are gone (or reports the survivors),
-// bash is reaped and the session's goroutines have ended. Concurrent calls
-// share one close; a failed close can be retried. Backend.KillAll, and
-// KillAll for every backend of the process, is the synchronous SIGKILL of
-// everything, without waiting, for a host that is dying; the plugin's
-// unload falls back to it when closing its sessions fails. Where cgroup v2 cannot be used (not writable, not root, an old
-// kernel), the tracker works alone and a process that leaves bash's
+// bash is reaped, the control directory is removed and the session's
+// goroutines have ended. Concurrent calls share one close; a failed close
+// can be retried. Backend.KillAll, and KillAll for every backend of the
+// process, is the synchronous SIGKILL of everything, without waiting, for a
+// host that is dying; the plugin's unload falls back to it when closing its
+// sessions fails. Where cgroup v2 cannot be used (not writable, not root,
+// an old kernel), the tracker works alone and a process that leaves bash's
 // session before a refresh sees it escapes.
 //
 // # Decisions
 //
-//   - The marker comes from PROMPT_COMMAND, not from PS1: invisible
-//     characters in PS1 make readline on a dumb terminal in a non-UTF-8
-//     locale blank and redraw every prompt, doubling the marker and leaving
-//     a line of blanks behind. A PROMPT_COMMAND override costs the marker;
-//     the stdin proof then settles at the next prompt within milliseconds.
-//   - The marker is recognised only when followed by exactly the prompt
-//     text, and the foreground is checked, so output that merely contains
-//     a marker (cat of a log, a nested shell) does not count.
+//   - No line editor: the terminal's line discipline hands bash a typed
+//     line whole, where readline reads and redisplays it a byte at a time
+//     (about 4 µs a character), and dsh owns the terminal's settings
+//     (lineMode) instead of a line editor that restores its own copy of
+//     them, echo included, after every command.
+//   - The command goes through a FIFO and the end through another, not
+//     through the terminal: what a command prints is only ever output.
+//     The shell opens each FIFO only for the builtin that uses it, so no
+//     program it starts inherits either.
+//   - The prompt variables are dsh's between commands. A command that sets
+//     PS1 or PROMPT_COMMAND keeps its value until it ends; a PROMPT_COMMAND
+//     it set runs after every later command, with no input and its output
+//     discarded, so activation scripts and directory hooks keep working.
 //   - A signal is a boundary like a write, so a prompt the signal causes
 //     settles the next wait, never an older state.
 //   - Typed input is flushed on Cancel, as ^C does: an interrupted send's

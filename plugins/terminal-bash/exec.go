@@ -73,7 +73,7 @@ func (s *session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.
 	}
 	s.lineBuf = appendCommandLine(s.lineBuf[:0], req.Command, c.nonce)
 	s.cur, s.slot, s.live, s.idle = c, sn, sn, false
-	if err := s.writeLocked(sn, string(s.lineBuf), now); err != nil {
+	if err := s.writeLocked(sn, s.lineBuf, now); err != nil {
 		s.cur, s.slot, s.live = nil, nil, nil
 		if rerr := s.ctl.resetInput(); rerr != nil {
 			err = errors.Join(err, rerr)

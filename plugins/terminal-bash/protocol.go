@@ -121,27 +121,30 @@ func (p *recordParser) feed(chunk []byte, out []record) []record {
 }
 
 func parseRecord(b []byte) (record, bool) {
-	f := strings.Fields(string(b))
-	if len(f) < 5 || len(f) > 6 || len(f[0]) != 1 {
+	var f [6][]byte
+	n := 0
+	for field := range bytes.FieldsSeq(b) {
+		if n == len(f) {
+			return record{}, false
+		}
+		f[n] = field
+		n++
+	}
+	if n < 5 || len(f[0]) != 1 {
 		return record{}, false
 	}
-	var r record
-	r.kind = f[0][0]
+	r := record{kind: f[0][0], read: string(f[3]) == "1", flags: string(f[5])}
 	switch r.kind {
 	case recordEnd, recordPrompt, recordReady:
 	default:
 		return record{}, false
 	}
 	var err1, err2 error
-	r.nonce = f[1]
-	r.status, err1 = strconv.Atoi(f[2])
-	r.read = f[3] == "1"
-	r.pid, err2 = strconv.Atoi(f[4])
+	r.nonce = string(f[1])
+	r.status, err1 = strconv.Atoi(string(f[2]))
+	r.pid, err2 = strconv.Atoi(string(f[4]))
 	if err1 != nil || err2 != nil {
 		return record{}, false
-	}
-	if len(f) == 6 {
-		r.flags = f[5]
 	}
 	return r, true
 }

@@ -24,25 +24,27 @@ import (
 // at once, without waking this loop.
 func (s *session) readLoop() {
 	defer close(s.loopDone)
+	var ioErr error
+	read := func(fd uintptr) bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		n, err := unix.Read(int(fd), s.rbuf)
+		switch {
+		case err == unix.EAGAIN:
+			return false // wait until the master is readable
+		case err == unix.EINTR:
+		case err != nil:
+			ioErr = err
+		case n == 0:
+			ioErr = io.EOF
+		default:
+			s.consumeLocked(s.rbuf[:n])
+		}
+		return true
+	}
 	for {
-		var ioErr error
-		err := s.term.raw.Read(func(fd uintptr) bool {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			n, err := unix.Read(int(fd), s.rbuf)
-			switch {
-			case err == unix.EAGAIN:
-				return false // wait until the master is readable
-			case err == unix.EINTR:
-			case err != nil:
-				ioErr = err
-			case n == 0:
-				ioErr = io.EOF
-			default:
-				s.consumeLocked(s.rbuf[:n])
-			}
-			return true
-		})
+		ioErr = nil
+		err := s.term.raw.Read(read)
 		if err == nil && ioErr == nil {
 			s.holdBack()
 			continue
@@ -80,36 +82,36 @@ func (s *session) readRecords() {
 	}
 	buf := make([]byte, 4096)
 	var p recordParser
-	for {
-		var ioErr error
-		err := rc.Read(func(fd uintptr) bool {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			n, err := unix.Read(int(fd), buf)
-			switch {
-			case err == unix.EAGAIN:
-				return false // wait until the FIFO is readable
-			case err == unix.EINTR:
-				return true
-			case err != nil:
-				ioErr = err
-			case n == 0:
-				ioErr = io.EOF
-			default:
-				if s.records = p.feed(buf[:n], s.records[:0]); len(s.records) > 0 {
-					s.drainLocked(drainProofReads)
-					for i := range s.records {
-						s.recordLocked(&s.records[i])
-					}
-					clear(s.records)
-				}
-				// A short read took all the FIFO held: wait for more at
-				// once, without the read that would only say so.
-				return n == len(buf)
-			}
+	var ioErr error
+	read := func(fd uintptr) bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		n, err := unix.Read(int(fd), buf)
+		switch {
+		case err == unix.EAGAIN:
+			return false // wait until the FIFO is readable
+		case err == unix.EINTR:
 			return true
-		})
-		if err != nil || ioErr != nil {
+		case err != nil:
+			ioErr = err
+		case n == 0:
+			ioErr = io.EOF
+		default:
+			if s.records = p.feed(buf[:n], s.records[:0]); len(s.records) > 0 {
+				s.drainLocked(drainProofReads)
+				for i := range s.records {
+					s.recordLocked(&s.records[i])
+				}
+				clear(s.records)
+			}
+			// A short read took all the FIFO held: wait for more at once,
+			// without the read that would only say so.
+			return n == len(buf)
+		}
+		return true
+	}
+	for {
+		if err := rc.Read(read); err != nil || ioErr != nil {
 			return
 		}
 	}
@@ -221,8 +223,7 @@ func (s *session) wake() {
 	if !sn.settled && !sn.inputBusy() && !now.Before(s.nextProbe) {
 		gen, learn := s.boundaries, s.claim != nil && s.claim.kind == recordReady
 		s.mu.Unlock()
-		s.track(now)
-		v := s.probe(learn)
+		v := s.probe(learn, now)
 		s.mu.Lock()
 		if (v == sawPrompt || v == sawWaiting) && !s.drainLocked(drainProofReads) {
 			v = sawNothing // still printing: not idle
@@ -310,7 +311,7 @@ const (
 // learn (a ready claim), that read is learnt first, for a shell that just
 // installed the plumbing (its first prompt, or one that replaced itself).
 // Otherwise a foreground blocked reading the terminal waits for input.
-func (s *session) probe(learn bool) verdict {
+func (s *session) probe(learn bool, now time.Time) verdict {
 	if proc.Stopped(s.pid) {
 		// A stopped shell shows the read it will restart, and takes nothing.
 		return sawStopped
@@ -345,11 +346,20 @@ func (s *session) probe(learn bool) verdict {
 		// The shell is not in a read of the terminal (or could not be
 		// seen in one for sure): only another member of its group can be
 		// waiting for input, a program that joined the group.
+		s.track(now)
 		if s.othersWaiting(fg) {
 			return sawWaiting
 		}
 		return sawNothing
 	}
+	// A program owns the terminal. Its group's leader is probed first, live;
+	// only when that proves nothing are the other members (a pipeline)
+	// taken from the tracker's walk of /proc, which costs in proportion to
+	// every process of the machine.
+	if s.groupWaiting(fg, nil) {
+		return sawWaiting
+	}
+	s.track(now)
 	if s.groupWaiting(fg, s.snap) {
 		return sawWaiting
 	}
@@ -395,13 +405,13 @@ func (s *session) verdictLocked(sn *send, v verdict, gen uint64, now time.Time) 
 	case v == sawNoPlumbing && sn.startup && !s.initTyped:
 		// A startup file replaced PROMPT_COMMAND: type what it would run.
 		s.initTyped = true
-		if err := s.writeLocked(sn, "\\builtin . "+shellQuote(s.ctl.init)+"\n", now); err != nil {
+		if err := s.writeLocked(sn, []byte("\\builtin . "+shellQuote(s.ctl.init)+"\n"), now); err != nil {
 			s.log.Warn("typing the shell's plumbing failed", "err", err)
 		}
 		return
 	case v == sawLineEditor && s.claim != nil && !s.claim.editorOff:
 		s.claim.editorOff = true
-		if err := s.writeLocked(sn, lineModeLine, now); err != nil {
+		if err := s.writeLocked(sn, []byte(lineModeLine), now); err != nil {
 			s.log.Warn("turning the shell's line editor off failed", "err", err)
 		}
 		return
@@ -625,10 +635,11 @@ func earliest(t time.Time, ts ...time.Time) time.Time {
 }
 
 // track refreshes the process tracker, at most every trackerInterval. It
-// runs on the probe path, never on the path of a command that ends with
-// its record, so quick commands do not pay for a /proc walk; a process that
-// leaves the shell's session between two refreshes is the cgroup's to catch.
-// Read loop only.
+// runs on the probe path, and there only when the members of a process
+// group must be known, never for a command that ends with its record or a
+// prompt proven from the shell alone: a walk of /proc costs in proportion to
+// every process on the machine. A process that leaves the shell's session
+// between two refreshes is the cgroup's to catch. Read loop only.
 func (s *session) track(now time.Time) {
 	if s.target.Tracker == nil || now.Sub(s.lastTracked) < s.cfg.trackerInterval {
 		return

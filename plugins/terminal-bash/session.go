@@ -193,11 +193,11 @@ func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (term
 	sn.cmd = s.cur
 	s.unclaimed.moveTo(&sn.out)
 	s.slot, s.live = sn, sn
-	input := req.Text
+	input := []byte(req.Text)
 	if req.Submit {
-		input += "\r"
+		input = append(input, '\r')
 	}
-	if input != "" {
+	if len(input) > 0 {
 		s.idle = false
 		if err := s.writeLocked(sn, input, now); err != nil {
 			s.slot, s.live = nil, nil

@@ -1,6 +1,7 @@
 package terminalbash
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"time"
@@ -16,9 +17,8 @@ import (
 // reading, the rest is written by a goroutine that the read loop never waits
 // for. The send keeps the slot until that write ends, so a successor's text
 // can never be interleaved with it.
-func (s *session) writeLocked(sn *send, input string, now time.Time) error {
+func (s *session) writeLocked(sn *send, p []byte, now time.Time) error {
 	s.boundaryLocked(now)
-	p := []byte(input)
 	n, err := s.term.writeNow(p)
 	if err != nil {
 		return err
@@ -28,7 +28,7 @@ func (s *session) writeLocked(sn *send, input string, now time.Time) error {
 	}
 	sn.writing = true
 	s.workers.Add(1)
-	go s.writeRest(sn, p[n:])
+	go s.writeRest(sn, bytes.Clone(p[n:]))
 	return nil
 }
 

@@ -29,6 +29,20 @@
 //     and may keep its slot longer (until its write and interrupt have
 //     drained); its own ErrSendActive then surfaces unchanged.
 //
+// # Commands
+//
+// A session is a terminal: StartSend types into it and settles when the
+// terminal looks ready. A session whose backend can also run a command as
+// one unit implements Executor: Exec hands the command to the shell and the
+// backend learns from the shell itself, out of band, whether the command
+// ran to its end and with which status (ExecResult). That is what a tool
+// that runs commands needs, and what no program in the shell can fake; the
+// bash tool requires it. Service.Exec fences Exec like StartSend, in the
+// same slot, and fails with ErrExecUnsupported for a session that cannot.
+// A send that settles while the command still runs (a program waiting for
+// input, silence) carries the command's state, and an empty StartSend then
+// waits for the rest.
+//
 // # Spawn
 //
 // Spawn checks, in this order: the service is closing (ErrServiceClosing);

@@ -6,18 +6,17 @@
 // # One call
 //
 // Calls of one owner run one at a time, strictly in arrival order; owners
-// run in parallel. The owner's shell is created lazily in its workspace (and
-// initialized with `stty -echo; set +o history +H`); timeoutMs bounds the
-// whole call, shell creation included.
+// run in parallel. The owner's shell is created lazily in its workspace;
+// timeoutMs bounds the whole call, shell creation included.
 //
-// The command is typed as one physical line that prints a random per-call
-// start marker, evals the command in the current shell, and prints an end
-// marker with the exit status (see markers.wrap for why each piece is
-// there). The call follows the terminal's output as the backend streams it,
-// without polling:
+// The command goes to the backend's Exec (terminal.Executor), which runs it
+// as one command line of the shell and learns from the shell itself, out of
+// band, how it ended; nothing the command prints is taken for the end. The
+// call follows the terminal's output as the backend streams it, without
+// polling:
 //
-//   - end marker seen: the output between the markers is the result, plus
-//     `[exit code: N]` for a non-zero status;
+//   - the command completed: its output is the result, plus the job
+//     notices bash has for it and `[exit code: N]` for a non-zero status;
 //   - the shell exited: the output so far, `[shell exited: code N]`,
 //     `[shell killed by signal: SIG]` or `[shell exited]`, and the reset
 //     notice; the next call starts a fresh shell;
@@ -28,11 +27,18 @@
 //     far plus one line saying the command waited for interactive input,
 //     which this tool does not provide. The next command is never typed into
 //     a waiting program; if the shell does not come back it is reset;
+//   - the shell came back to its prompt without completing the command
+//     (something interrupted it, or it replaced the shell): the output so
+//     far, without an exit code;
 //   - silence without proof: the command is still running; wait again;
 //   - the deadline: the timeout header, the partial output, and the reset
 //     notice (a result, not an error);
 //   - the caller cancels: the shell is reset and the call fails with the
 //     cancellation.
+//
+// A shell that died before it took the command (or was not at its prompt,
+// because a program had taken its terminal) is replaced, and the command
+// runs once in the new shell, with a notice saying so.
 //
 // # Output
 //
@@ -45,19 +51,22 @@
 // lost to a scrollback limit: the call streams every line as it is produced
 // (the backend holds the terminal back while the call is behind).
 //
-// # Text outside the markers
+// # Text outside the command
 //
-// Bash and background jobs print things between calls. The tool shows what
-// is information and drops what is plumbing:
+// Background jobs print between calls, and bash reports on jobs. The tool
+// shows what is information:
 //
-//   - output background jobs wrote while no call was running is shown at
-//     the start of the next result, under "[output from background jobs
-//     since the previous call]", because the model started those jobs and
-//     would otherwise never see it;
-//   - job notices bash prints before its next prompt (`[1]+ Done ...`) are
-//     appended to the result of the call they follow;
-//   - prompts, an echoed wrapper line (after the model ran `stty echo`), and
-//     the `exit` bash prints as it exits are dropped.
+//   - what the terminal showed since the previous call (background jobs'
+//     output) comes at the start of the next result, under "[output from
+//     background jobs since the previous call]", because the model started
+//     those jobs and would otherwise never see it; the backend keeps every
+//     byte of it exactly once, up to maxReadBytes, and a long one is cut to
+//     its head and tail with the whole of it in a file, like any output;
+//   - job notices bash has when a command ends (`[1]+ Done ...`) are
+//     appended to that command's result;
+//   - there are no prompts to drop: the shell's prompts are empty, a
+//     PROMPT_COMMAND the model sets runs quietly, and bash's own `exit` line
+//     is dropped when the shell exits.
 //
 // # Differences from the original tool, on purpose
 //
@@ -65,8 +74,10 @@
 //     a sticky errexit turns any later failing command into a lost shell.
 //   - Output is kept head and tail (the original kept the head only, and
 //     lost both ends past its scrollback).
-//   - A waiting program is interrupted within about a second instead of
+//   - A waiting program is interrupted within milliseconds instead of
 //     holding the call until timeoutMs.
+//   - The end of a command and its status come from the shell out of band,
+//     so no output can fake them, and a model's prompt settings never show.
 //   - A shell that died between calls is reported at the start of the next
 //     result, and the command runs in a fresh shell.
 package bashtool

@@ -48,6 +48,11 @@ type Options struct {
 	// ExitCommand ends the session's top-level process, e.g. `exit 3`.
 	// Empty skips the exit checks.
 	ExitCommand string
+	// StatusCommand returns a command that ends with the given exit status
+	// without ending the session, e.g. `(exit 3)` for a shell. It is used by
+	// the Exec checks, which run when sessions implement terminal.Executor;
+	// nil skips the status checks among them.
+	StatusCommand func(code int) string
 	// Dir is the working directory sessions start in; empty means a fresh
 	// temporary directory per subtest.
 	Dir string
@@ -100,12 +105,20 @@ func TestBackend(t *testing.T, newBackend func(t *testing.T) terminal.Backend, o
 		{"Close/Idempotent", "", k.checkCloseIdempotent},
 		{"Close/Concurrent", "", k.checkCloseConcurrent},
 		{"Close/DuringSend", "ReadCommand", k.checkCloseDuringSend},
+		{"Exec/Output", "Executor", k.checkExecOutput},
+		{"Exec/Status", "Executor", k.checkExecStatus},
+		{"Exec/Busy", "Executor", k.checkExecBusy},
+		{"Exec/StdinWait", "Executor", k.checkExecStdinWait},
+		{"Exec/Exit", "Executor", k.checkExecExit},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
 			if missing := (c.needs == "ReadCommand" && opts.ReadCommand == "") ||
 				(c.needs == "ExitCommand" && opts.ExitCommand == ""); missing {
 				t.Skipf("Options.%s is empty", c.needs)
+			}
+			if c.needs == "Executor" && !k.executes(t) {
+				t.Skip("the backend's sessions do not implement terminal.Executor")
 			}
 			c.run(t)
 		})
@@ -574,5 +587,125 @@ func (k *kit) checkCloseDuringSend(t *testing.T) {
 		t.Fatalf("a send cut off by Close settled with %q, want %q or an error", res.Reason, terminal.WaitSessionExit)
 	} else if err != nil && ctx.Err() != nil {
 		t.Fatalf("a send cut off by Close did not settle: %v", err)
+	}
+}
+
+// executes reports whether the backend's sessions run commands.
+func (k *kit) executes(t *testing.T) bool {
+	_, ok := k.spawn(t).(terminal.Executor)
+	return ok
+}
+
+// exec runs command through Exec, streaming, and returns the output (with
+// the line still being written last) and the first result.
+func (k *kit) exec(t *testing.T, s terminal.Session, command string) (string, terminal.SendResult) {
+	t.Helper()
+	ctx := k.ctx(t)
+	send, err := s.(terminal.Executor).Exec(ctx, terminal.ExecRequest{Command: command, Stream: true})
+	if err != nil {
+		t.Fatalf("Exec(%q): %v", command, err)
+	}
+	out := drainOutput(t, ctx, send)
+	res, err := send.Wait(ctx)
+	if err != nil {
+		t.Fatalf("Wait for Exec(%q): %v", command, err)
+	}
+	if res.Exec == nil {
+		t.Fatalf("Exec(%q) settled without an ExecResult: %+v", command, res)
+	}
+	return out + res.Viewport[strings.LastIndexByte(res.Viewport, '\n')+1:], res
+}
+
+// wantCompleted checks that a command ran to its end with status code.
+func wantCompleted(t *testing.T, res terminal.SendResult, code int) {
+	t.Helper()
+	if res.Exec.State != terminal.ExecCompleted || res.Exec.ExitCode != code || !res.Prompt || res.Reason != terminal.WaitStdinRead {
+		t.Fatalf("settled %s (prompt %v) with %+v, want completed with status %d", res.Reason, res.Prompt, *res.Exec, code)
+	}
+}
+
+// checkExecOutput: a command's output is its own, once, and the command
+// completes with status 0.
+func (k *kit) checkExecOutput(t *testing.T) {
+	s := k.spawn(t)
+	for _, text := range []string{"terminaltest-exec-1", "terminaltest-exec-2"} {
+		out, res := k.exec(t, s, k.opts.EchoCommand(text))
+		wantCompleted(t, res, 0)
+		wantLineOnce(t, out, text)
+		if strings.Contains(out, "terminaltest-exec-1") && text != "terminaltest-exec-1" {
+			t.Fatalf("the second command's output repeats the first's:\n%s", out)
+		}
+	}
+	if _, err := s.(terminal.Executor).Exec(k.ctx(t), terminal.ExecRequest{}); err == nil {
+		t.Fatal("Exec of an empty command succeeded")
+	}
+}
+
+// checkExecStatus: the exit status comes from the shell.
+func (k *kit) checkExecStatus(t *testing.T) {
+	if k.opts.StatusCommand == nil {
+		t.Skip("Options.StatusCommand is nil")
+	}
+	s := k.spawn(t)
+	for _, code := range []int{0, 1, 3, 127} {
+		_, res := k.exec(t, s, k.opts.StatusCommand(code))
+		wantCompleted(t, res, code)
+	}
+}
+
+// checkExecBusy: a command cannot start while a send is live.
+func (k *kit) checkExecBusy(t *testing.T) {
+	if k.opts.ReadCommand == "" {
+		t.Skip("Options.ReadCommand is empty")
+	}
+	s := k.spawn(t)
+	ctx, first := k.startRead(t, s)
+	_, err := s.(terminal.Executor).Exec(ctx, terminal.ExecRequest{Command: k.opts.EchoCommand("terminaltest-busy")})
+	if !errors.Is(err, terminal.ErrSendActive) && !errors.Is(err, terminal.ErrShellBusy) {
+		t.Fatalf("Exec while a send is live = %v, want %v or %v", err, terminal.ErrSendActive, terminal.ErrShellBusy)
+	}
+	interrupt(t, ctx, first)
+	_, res := k.exec(t, s, k.opts.EchoCommand("terminaltest-after-busy"))
+	wantCompleted(t, res, 0)
+}
+
+// checkExecStdinWait: a command that waits for input settles with the
+// command still running; an interrupt and an empty send bring the shell
+// back with the command ended, and the next command runs.
+func (k *kit) checkExecStdinWait(t *testing.T) {
+	if k.opts.ReadCommand == "" || !k.opts.ProvesStdinWait {
+		t.Skip("needs Options.ReadCommand and ProvesStdinWait")
+	}
+	s := k.spawn(t)
+	_, res := k.exec(t, s, k.opts.ReadCommand)
+	if res.Reason != terminal.WaitStdinRead || res.Prompt || res.Exec.State != terminal.ExecRunning {
+		t.Fatalf("a command waiting for input settled %s (prompt %v) with %+v, want stdin_read and running", res.Reason, res.Prompt, *res.Exec)
+	}
+	ctx := k.ctx(t)
+	if _, err := s.Signal(ctx, terminal.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	_, res = k.send(t, s, terminal.SendRequest{Stream: true}, true)
+	if !res.Prompt || res.Exec == nil || (res.Exec.State != terminal.ExecAbandoned && res.Exec.State != terminal.ExecCompleted) {
+		t.Fatalf("after the interrupt: %s (prompt %v) with %+v, want the shell back and the command ended", res.Reason, res.Prompt, res.Exec)
+	}
+	_, res = k.exec(t, s, k.opts.EchoCommand("terminaltest-after-wait"))
+	wantCompleted(t, res, 0)
+}
+
+// checkExecExit: a command that ends the session settles as an exit, and
+// no command starts after it.
+func (k *kit) checkExecExit(t *testing.T) {
+	if k.opts.ExitCommand == "" {
+		t.Skip("Options.ExitCommand is empty")
+	}
+	s := k.spawn(t)
+	_, res := k.exec(t, s, k.opts.ExitCommand)
+	if res.Reason != terminal.WaitSessionExit || !res.Status.Exited || res.Exec.State != terminal.ExecRunning {
+		t.Fatalf("the exit command settled %s with %v and %+v, want session_exit after the command ran", res.Reason, res.Status, *res.Exec)
+	}
+	_, err := s.(terminal.Executor).Exec(k.ctx(t), terminal.ExecRequest{Command: k.opts.EchoCommand("x")})
+	if !errors.Is(err, terminal.ErrSessionExited) {
+		t.Fatalf("Exec after the exit = %v, want %v", err, terminal.ErrSessionExited)
 	}
 }
