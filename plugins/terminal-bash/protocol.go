@@ -208,11 +208,14 @@ func plumbing(hook, in, out string) string {
 // __dsh_s is the status of the last command line (restored as $? for the
 // next), __dsh_o its $-, __dsh_z is set from a line's end to the next
 // prompt, __dsh_r is set once the line has read its command, __dsh_j is $!
-// when the command began, __dsh_h holds a PROMPT_COMMAND the model set.
+// when the command began, __dsh_h holds a PROMPT_COMMAND the model set, and
+// __dsh_k is set while it runs: a hook that kept the PROMPT_COMMAND it found
+// ("history -a; $PROMPT_COMMAND", as direnv does) calls dsh's own, which
+// must not run it again.
 const plumbingTemplate = `builtin export -n PS0 PS1 PS2
 PS0= PS1= PS2=
 builtin set +o history +H +o emacs +o vi
-__dsh_s=0 __dsh_o=$- __dsh_z=1 __dsh_r= __dsh_j=${!-} __dsh_c= __dsh_t= __dsh_x= __dsh_h=()
+__dsh_s=0 __dsh_o=$- __dsh_z=1 __dsh_r= __dsh_j=${!-} __dsh_c= __dsh_t= __dsh_x= __dsh_k= __dsh_h=()
 builtin readonly __dsh_g=@HOOK@
 __dsh_b() {
 	__dsh_c= __dsh_r= __dsh_z= __dsh_j=${!-}
@@ -239,6 +242,7 @@ __dsh_e() {
 	__dsh_f E "$1"
 }
 __dsh_p() {
+	[[ -z ${__dsh_k-} ]] || builtin return
 	if [[ ${__dsh_z-} ]]; then __dsh_z=; builtin return; fi
 	__dsh_x=$SHELLOPTS
 	POSIXLY_CORRECT=1
@@ -260,7 +264,9 @@ __dsh_f() {
 		builtin export PROMPT_COMMAND
 	fi
 	if [[ ${__dsh_h[*]} ]]; then
+		__dsh_k=1
 		for __dsh_x in "${__dsh_h[@]}"; do __dsh_q; builtin eval -- "$__dsh_x"; done </dev/null >/dev/null 2>&1
+		__dsh_k=
 	fi
 	[[ ! -o history ]] || builtin set +o history
 	[[ ! -o emacs && ! -o vi ]] || builtin set +o emacs +o vi

@@ -26,13 +26,6 @@ package bashtool_test
 // whatever the timing. The default runs seeds 1 to 4, 40 random steps each;
 // DSH_PROPERTY_ROUNDS=N runs seeds 1 to N. A failure prints the seed, the
 // command that replays it, and every step with its result.
-//
-// Known bug, guarded: a PROMPT_COMMAND that keeps the one it found (as
-// bashrc snippets, direnv and zoxide write it) crashes the shell; see
-// hookKeepingBug. The test probes for it first; while it is there, the
-// subtest TestProperty/hook-kept skips naming it, and the random scenarios
-// leave those prompt changes out (their report says so). Once it is fixed,
-// the scenarios include them again by themselves.
 
 import (
 	"context"
@@ -99,70 +92,21 @@ func TestProperty(t *testing.T) {
 	// One host for all scenarios, as a deployment runs many owners; the
 	// parent's cleanup closes it after the parallel scenarios are done.
 	hs := newHarness(t, "{timeoutMs: 30000}", "")
-	// The probe runs whatever -run selects, so that a replayed seed draws
-	// the same steps as the run that failed.
-	crash := probeHookKeeping(t, hs)
-	keepHook := crash == "" && !t.Failed()
-	t.Run("hook-kept", func(t *testing.T) {
-		if crash != "" {
-			t.Skipf("%s\nreproduction: %s", hookKeepingBug, crash)
-		}
-	})
 	for seed := uint64(1); seed <= uint64(rounds); seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			// Scenarios in parallel also load the machine, which moves
 			// background output around the calls' boundaries.
 			t.Parallel()
-			runScenario(t, hs, seed, keepHook)
+			runScenario(t, hs, seed)
 		})
 	}
 }
 
-// hookKeepingBug names the bug probeHookKeeping looks for.
-const hookKeepingBug = `known bug: a PROMPT_COMMAND that keeps the one it found ` +
-	`(PROMPT_COMMAND="x; $PROMPT_COMMAND", PROMPT_COMMAND+=..., an array around it) ` +
-	`holds dsh's own hook; the plumbing saves it as the model's hook and evals it from __dsh_f, ` +
-	`where it calls __dsh_p, which calls __dsh_f again: bash recurses at its next prompt until it ` +
-	`dies of SIGSEGV, and the shell's state and its jobs' output are lost`
-
-// hookKeeping are the prompt changes that keep the PROMPT_COMMAND they find.
-var hookKeeping = []string{
-	`PROMPT_COMMAND="echo PC-NOISE; $PROMPT_COMMAND"`,
-	`PROMPT_COMMAND+=$'\n''echo PC-NOISE'`,
-	`PROMPT_COMMAND+=('echo PC-NOISE')`,
-}
-
-// probeHookKeeping runs each hook-keeping change followed by a plain
-// command in a shell of its own. It returns how the shell died if one did,
-// and "" if the shell survived them all, as it should.
-func probeHookKeeping(t *testing.T, hs *harness) string {
-	t.Helper()
-	o := hs.owner(t, "property-hook-probe")
-	defer func() {
-		if err := o.Close(context.Background()); err != nil {
-			t.Errorf("owner close: %v", err)
-		}
-	}()
-	for _, change := range hookKeeping {
-		if got := hs.run(t, o, change); got != "" {
-			t.Errorf("%s: %q, want nothing", change, got)
-		}
-		got := hs.run(t, o, "echo after")
-		if strings.HasPrefix(got, "[The shell had exited before this command:") {
-			return fmt.Sprintf("bash(%q), then bash(%q) returns %q", change, "echo after", got)
-		}
-		if got != "after" {
-			t.Errorf("%s, then echo after: %q, want after", change, got)
-		}
-	}
-	return ""
-}
-
 // runScenario generates the steps of seed, runs them in a fresh shell, and
-// checks the results. keepHook lets the steps include hookKeeping changes.
-func runScenario(t *testing.T, hs *harness, seed uint64, keepHook bool) {
+// checks the results.
+func runScenario(t *testing.T, hs *harness, seed uint64) {
 	t.Helper()
-	steps := generateScenario(seed, propertySteps, keepHook)
+	steps := generateScenario(seed, propertySteps)
 	o := hs.owner(t, fmt.Sprintf("property-%d", seed))
 	t.Cleanup(func() {
 		if err := o.Close(context.Background()); err != nil {
@@ -177,22 +121,19 @@ func runScenario(t *testing.T, hs *harness, seed uint64, keepHook bool) {
 		res := hs.call(ctx, o, s.command)
 		cancel()
 		if res.IsError {
-			t.Fatalf("step %d: error result %q\n%s", i, res.Text, scenarioReport(seed, keepHook, steps, results))
+			t.Fatalf("step %d: error result %q\n%s", i, res.Text, scenarioReport(seed, steps, results))
 		}
 		results = append(results, res.Text)
 	}
 	if problems := checkScenario(steps, results); len(problems) > 0 {
-		t.Fatalf("%d problems:\n  %s\n%s", len(problems), strings.Join(problems, "\n  "), scenarioReport(seed, keepHook, steps, results))
+		t.Fatalf("%d problems:\n  %s\n%s", len(problems), strings.Join(problems, "\n  "), scenarioReport(seed, steps, results))
 	}
 }
 
 // scenarioReport lists the seed, how to replay it, and each step with its result.
-func scenarioReport(seed uint64, keepHook bool, steps []propStep, results []string) string {
+func scenarioReport(seed uint64, steps []propStep, results []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "seed %d; replay: DSH_PROPERTY_ROUNDS=%d go test -count=1 -run 'TestProperty/seed=%d$' ./plugins/tool-bash-persistent/\n", seed, seed, seed)
-	if !keepHook {
-		b.WriteString("(prompt changes that keep the PROMPT_COMMAND they find were left out: see TestProperty/hook-kept)\n")
-	}
 	for i, s := range steps {
 		fmt.Fprintf(&b, "step %d [%s]: %s\n", i, s.kind, s.command)
 		if i < len(results) {
@@ -207,8 +148,8 @@ func scenarioReport(seed uint64, keepHook bool, steps []propStep, results []stri
 // generateScenario returns n random steps for seed, then the collection: a
 // wait for every background job, and two plain calls for anything still on
 // its way.
-func generateScenario(seed uint64, n int, keepHook bool) []propStep {
-	g := &scenarioGen{r: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), keepHook: keepHook}
+func generateScenario(seed uint64, n int) []propStep {
+	g := &scenarioGen{r: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
 	steps := make([]propStep, 0, n+3)
 	for range n {
 		switch k := g.r.IntN(20); {
@@ -233,9 +174,8 @@ func generateScenario(seed uint64, n int, keepHook bool) []propStep {
 // scenarioGen makes the random steps; every token it hands out is unique
 // in its scenario.
 type scenarioGen struct {
-	r        *rand.Rand
-	last     int
-	keepHook bool // draw hookKeeping changes too
+	r    *rand.Rand
+	last int
 }
 
 func (g *scenarioGen) next() int {
@@ -363,9 +303,11 @@ func (g *scenarioGen) prompt() propStep {
 		`PROMPT_COMMAND=`,
 		`unset PROMPT_COMMAND`,
 		`unset PS0 PS1 PS2`,
-	}
-	if g.keepHook {
-		changes = append(changes, hookKeeping...)
+		// Hooks that keep the PROMPT_COMMAND they find, as direnv and
+		// bashrc snippets write them: that is dsh's own hook.
+		`PROMPT_COMMAND="echo PC-NOISE; $PROMPT_COMMAND"`,
+		`PROMPT_COMMAND+=$'\n''echo PC-NOISE'`,
+		`PROMPT_COMMAND+=('echo PC-NOISE')`,
 	}
 	s := propStep{kind: "prompt", command: g.pick(changes...)}
 	if g.r.IntN(3) == 0 {

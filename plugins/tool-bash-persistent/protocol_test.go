@@ -107,6 +107,30 @@ func TestInterruptKeepsTheShell(t *testing.T) {
 	}
 }
 
+// TestPromptCommandKeepingDshs: a PROMPT_COMMAND that keeps the one it
+// found (as direnv and bashrc snippets write it) holds dsh's own hook. It
+// runs, quietly, after every command, and the shell and its state survive
+// (it used to recurse until bash died of SIGSEGV).
+func TestPromptCommandKeepingDshs(t *testing.T) {
+	hs := newHarness(t, "", "")
+	o := hs.owner(t, "keeping-hook")
+	hs.expect(t, o, "export KEEP=kept; n=0", "")
+	for i, change := range []string{
+		`PROMPT_COMMAND='n=$((n+1)); '"$PROMPT_COMMAND"`,
+		`PROMPT_COMMAND="$PROMPT_COMMAND; history -a"`,
+		`PROMPT_COMMAND+=$'\n''echo noise'`,
+		`PROMPT_COMMAND+=('echo noise')`,
+		`PROMPT_COMMAND=(history\ -a "$PROMPT_COMMAND")`,
+	} {
+		hs.expect(t, o, change, "")
+		hs.expect(t, o, "echo $KEEP", "kept")
+		if i == 0 {
+			// The hook ran once after each of the two calls.
+			hs.expect(t, o, "echo $n", "2")
+		}
+	}
+}
+
 // TestMultiLineBackgroundJobListsOnlyItsNumber: starting a background job
 // whose text spans lines shows bash's "[1] PID" and nothing of its body.
 func TestMultiLineBackgroundJobListsOnlyItsNumber(t *testing.T) {
@@ -115,7 +139,7 @@ func TestMultiLineBackgroundJobListsOnlyItsNumber(t *testing.T) {
 	for _, command := range []string{
 		"for i in 1 2 3; do sleep 0.3; done &",
 		"{\n  sleep 0.3\n  true\n} &",
-		"cat <<'EOF' >/dev/null &\nline one\nline two\nEOF",
+		"(cat <<'EOF' >/dev/null; sleep 0.3) &\nline one\nline two\nEOF",
 	} {
 		got := hs.run(t, o, command)
 		if !regexp.MustCompile(`^\[\d+\] \d+$`).MatchString(got) {
