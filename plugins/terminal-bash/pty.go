@@ -171,31 +171,7 @@ func (t *ptyPair) foreground() (int, error) {
 }
 
 // writeNow writes as much of p as the terminal accepts without blocking.
-func (t *ptyPair) writeNow(p []byte) (int, error) {
-	var n int
-	var ioErr error
-	err := t.raw.Control(func(fd uintptr) {
-		for n < len(p) {
-			m, err := unix.Write(int(fd), p[n:])
-			if err == unix.EINTR {
-				continue
-			}
-			if m > 0 {
-				n += m
-			}
-			if err != nil {
-				if err != unix.EAGAIN {
-					ioErr = err
-				}
-				return
-			}
-		}
-	})
-	if err == nil {
-		err = ioErr
-	}
-	return n, err
-}
+func (t *ptyPair) writeNow(p []byte) (int, error) { return writeRaw(t.raw, p) }
 
 // readNow reads what is available without blocking. It reports done when
 // nothing is left (EAGAIN), or when the master is unusable (then with an
