@@ -30,9 +30,7 @@ func (p *pipeline) feed(chunk []byte) {
 	p.segs = p.f.Feed(p.segs[:0], chunk)
 	p.out = p.out[:0]
 	for _, s := range p.segs {
-		if s.Kind != Prompt {
-			p.out = p.l.Write(p.out, s)
-		}
+		p.out = p.l.Write(p.out, s)
 	}
 	p.sb.Append(p.out)
 	p.sb.SetPartial(p.l.Partial())

@@ -30,20 +30,18 @@
 //  1. Filter decodes UTF-8 (each invalid byte becomes U+FFFD, as in a Go
 //     range loop) and parses escape sequences, both carried across chunk
 //     boundaries. It emits Segments: Text with the printable output and the
-//     cursor controls '\n', '\r', '\b', '\t'; Prompt for the shell's
-//     OSC 133;D marker; EraseLine for EL (CSI K). Every other sequence is
-//     dropped, as is every other control.
+//     cursor controls '\n', '\r', '\b', '\t'; EraseLine for EL (CSI K).
+//     Every other sequence is dropped, as is every other control.
 //  2. Lines renders Text and EraseLine segments onto a single row the way a
 //     terminal does and returns each line when '\n' commits it.
 //  3. Scrollback keeps the committed lines and the current partial line
 //     within a line and a byte bound, and serves pages counted from the
 //     newest line.
 //
-// A PTY reader feeds each chunk to Filter.Feed, hands Prompt segments to
-// its readiness logic and every other segment to Lines.Write, passes the
-// committed lines to Scrollback.Append and then Lines.Partial to
-// Scrollback.SetPartial. Filter.Flush at end of output drains what the
-// Filter still holds.
+// A PTY reader feeds each chunk to Filter.Feed, hands every segment to
+// Lines.Write, passes the committed lines to Scrollback.Append and then
+// Lines.Partial to Scrollback.SetPartial. Filter.Flush at end of output
+// drains what the Filter still holds.
 //
 // Nothing here is safe for concurrent use; the PTY reader owns all three
 // values and anyone else must go through its lock. There are no goroutines.
@@ -81,8 +79,8 @@
 // programs are written against:
 //
 //   - OSC (ESC ] or U+009D) and the other strings, DCS, SOS, PM and APC,
-//     end at BEL or ST (ESC \ or U+009C). Only an OSC whose payload starts
-//     with "133;D;" does anything: it becomes a Prompt segment.
+//     end at BEL or ST (ESC \ or U+009C). None of them does anything: they
+//     are dropped whole, payload and terminator.
 //   - CSI (ESC [ or U+009B) ends at its final byte, 0x40-0x7E. EL (K) with
 //     parameter 0, 1 or 2 becomes an EraseLine segment, CHA (G) to the
 //     first column becomes '\r', everything else is dropped. An EL 0 is
@@ -94,26 +92,21 @@
 //     ESC ( B, is dropped, as is any other two-character escape.
 //   - An ESC inside any sequence ends it and starts a new one; "ESC \" is
 //     simply the case where the new one is ST. So an unterminated "ESC ]"
-//     (from cat'ing a binary, or printf '\e]') cannot swallow the next
-//     prompt marker: the marker's own ESC ends it. The original sanitizer
-//     would read on to the marker's BEL and lose the marker.
+//     (from cat'ing a binary, or printf '\e]') ends at the next sequence's
+//     own ESC, and what follows that sequence is shown. The original
+//     sanitizer would read on to the next BEL and lose everything before
+//     it.
 //   - CAN and SUB cancel a sequence. The four kept controls met inside a
 //     CSI or ESC sequence are emitted, other controls there are ignored,
 //     and a non-ASCII rune abandons the sequence and is shown.
 //
-// A sequence that grows past the Filter's maxPending bytes is not stored
-// any further (discard mode): it is still parsed to its end, then dropped
-// rather than acted on. Memory therefore stays bounded for hostile input
-// such as printf '\e]'; yes, and text after the terminator comes through.
-// Because the bound is checked at every byte, the output never depends on
-// how the stream was split into chunks.
-//
-// # Prompt tail
-//
-// Segments keep their stream order, so the text printed after a marker is
-// exactly the Text segments that follow the Prompt segment. Readiness code
-// should collect that raw text (not Lines' rendering, which would include
-// whatever was already on the line) and compare it with the prompt string.
+// A string's payload is never stored, and a CSI or ESC sequence that grows
+// past the Filter's maxPending bytes is not stored any further (discard
+// mode): it is still parsed to its end, then dropped rather than acted on.
+// Memory therefore stays bounded for hostile input such as printf '\e]';
+// yes, and text after the terminator comes through. Because the bound is
+// checked at every byte, the output never depends on how the stream was
+// split into chunks.
 //
 // # Scrollback
 //

@@ -1,7 +1,6 @@
 package screen
 
 import (
-	"bytes"
 	"strconv"
 	"unicode/utf8"
 )
@@ -14,8 +13,6 @@ const (
 	// ESC, no C1 control and no C0 control other than '\n', '\r', '\b' and
 	// '\t'.
 	Text Kind = iota
-	// Prompt is the shell's private prompt marker (OSC 133;D;<status>).
-	Prompt
 	// EraseLine is an EL request (CSI n K); Erase holds n.
 	EraseLine
 )
@@ -25,8 +22,6 @@ func (k Kind) String() string {
 	switch k {
 	case Text:
 		return "Text"
-	case Prompt:
-		return "Prompt"
 	case EraseLine:
 		return "EraseLine"
 	}
@@ -39,9 +34,6 @@ type Segment struct {
 	Kind Kind
 	// Text is the printable text of a Text segment.
 	Text string
-	// Status is what followed "133;D;" in a Prompt marker: normally the
-	// exit status digits, possibly empty.
-	Status string
 	// Erase is the EL mode of an EraseLine segment: 0 erases from the
 	// cursor to the end of the line, 1 from the start of the line through
 	// the cursor, 2 the whole line.
@@ -49,13 +41,10 @@ type Segment struct {
 }
 
 // DefaultMaxPending is the escape carry bound NewFilter uses when given a
-// non-positive one. Only two sequences are ever acted on, EL and the prompt
-// marker, and both are a handful of bytes; everything longer is dropped
-// whether or not it overflows, so a small bound costs nothing.
+// non-positive one. Only two sequences are ever acted on, EL and CHA, and
+// both are a handful of bytes; everything longer is dropped whether or not
+// it overflows, so a small bound costs nothing.
 const DefaultMaxPending = 4096
-
-// The marker bash's PROMPT_COMMAND prints before every prompt.
-const promptPrefix = "133;D;"
 
 // Control characters the state machine branches on.
 const (
@@ -65,8 +54,7 @@ const (
 	esc = 0x1b
 	del = 0x7f
 
-	c1Min = 0x80 // first C1 control rune
-	c1Max = 0x9f // last C1 control rune
+	c1Max = 0x9f // last C1 control rune; they start at 0x80
 	c1DCS = 0x90
 	c1SOS = 0x98
 	c1CSI = 0x9b
@@ -123,13 +111,12 @@ func scanBytes(table *[256]uint8, p []byte, i int) int {
 type Filter struct {
 	maxPending int
 
-	st  state
-	osc bool // stString, stStringEsc: the string is an OSC, so its payload matters
+	st state
 	// over is discard mode: the sequence has grown past maxPending bytes,
-	// its payload is no longer kept and it will not be acted on.
+	// its parameters are no longer kept and it will not be acted on.
 	over bool
 	n    int    // bytes consumed by the sequence in progress
-	pay  []byte // CSI parameters or OSC payload, while !over
+	pay  []byte // CSI parameters, while !over
 
 	carry  [utf8.UTFMax]byte // an incomplete UTF-8 sequence at the end of a Feed
 	ncarry int
@@ -303,10 +290,7 @@ func (f *Filter) c1(r rune, size int) {
 	switch r {
 	case c1CSI:
 		f.enter(stCSI, size)
-	case c1OSC:
-		f.enter(stString, size)
-		f.osc = true
-	case c1DCS, c1SOS, c1PM, c1APC:
+	case c1OSC, c1DCS, c1SOS, c1PM, c1APC:
 		f.enter(stString, size)
 	}
 }
@@ -317,33 +301,25 @@ func (f *Filter) c1(r rune, size int) {
 func (f *Filter) escape(dst []Segment, r rune, raw []byte) ([]Segment, bool) {
 	switch f.st {
 	case stString:
-		switch {
-		case r == bel || r == c1ST:
-			return f.endString(dst), true
-		case r == esc:
-			f.st = stStringEsc
-		case r == can || r == sub:
+		// No string is acted on, so its payload is not kept: everything
+		// but its terminator and the controls that cancel it is dropped.
+		switch r {
+		case bel, c1ST, can, sub:
 			f.reset()
-			return dst, true
-		case r < 0x20 || r == del || (r >= c1Min && r <= c1Max):
-			// Ignored inside strings, as a terminal does.
-		case f.osc && !f.over:
-			if r == utf8.RuneError && len(raw) == 1 {
-				f.pay = append(f.pay, string(utf8.RuneError)...)
-			} else {
-				f.pay = append(f.pay, raw...)
-			}
+		case esc:
+			f.st = stStringEsc
 		}
-		f.count(len(raw))
 		return dst, true
 
 	case stStringEsc:
 		if r == '\\' {
-			return f.endString(dst), true
+			f.reset() // ST
+			return dst, true
 		}
 		// An ESC that is not part of ST ends the string unterminated, and
 		// starts a new sequence. This is what keeps a stray "ESC ]" from
-		// swallowing the next prompt marker: the marker's own ESC ends it.
+		// swallowing the sequences that follow it, and the text after them:
+		// the next sequence's own ESC ends it.
 		f.enter(stEsc, 1)
 		return dst, false
 	}
@@ -376,10 +352,7 @@ func (f *Filter) escape(dst []Segment, r rune, raw []byte) ([]Segment, bool) {
 		switch {
 		case b == '[':
 			f.st = stCSI
-		case b == ']':
-			f.st = stString
-			f.osc = true
-		case b == 'P' || b == 'X' || b == '^' || b == '_':
+		case b == ']' || b == 'P' || b == 'X' || b == '^' || b == '_':
 			f.st = stString
 		case b < 0x30:
 			f.st = stEscInter
@@ -405,23 +378,14 @@ func (f *Filter) escape(dst []Segment, r rune, raw []byte) ([]Segment, bool) {
 }
 
 // count charges n more bytes to the sequence in progress and switches to
-// discard mode once it outgrows the carry bound. The stored payload is
-// checked too: an invalid byte is stored as a three-byte U+FFFD.
+// discard mode once it outgrows the carry bound. The stored parameters are
+// never longer than the bytes counted, so they stay within it too.
 func (f *Filter) count(n int) {
 	f.n += n
-	if (f.n > f.maxPending || len(f.pay) > f.maxPending) && !f.over {
+	if f.n > f.maxPending && !f.over {
 		f.over = true
 		f.pay = f.pay[:0]
 	}
-}
-
-func (f *Filter) endString(dst []Segment) []Segment {
-	if f.osc && !f.over && bytes.HasPrefix(f.pay, []byte(promptPrefix)) {
-		dst = f.emitText(dst)
-		dst = append(dst, Segment{Kind: Prompt, Status: string(f.pay[len(promptPrefix):])})
-	}
-	f.reset()
-	return dst
 }
 
 func (f *Filter) endCSI(dst []Segment, final byte) []Segment {
@@ -464,7 +428,7 @@ func csiParam(p []byte) (int, bool) {
 }
 
 func (f *Filter) enter(s state, n int) {
-	f.st, f.n, f.osc, f.over = s, n, false, false
+	f.st, f.n, f.over = s, n, false
 	f.pay = f.pay[:0]
 }
 

@@ -9,7 +9,6 @@ import (
 
 // Shorthands for expected segments.
 func tx(s string) Segment         { return Segment{Kind: Text, Text: s} }
-func pr(s string) Segment         { return Segment{Kind: Prompt, Status: s} }
 func el(mode int) Segment         { return Segment{Kind: EraseLine, Erase: mode} }
 func segs(s ...Segment) []Segment { return s }
 
@@ -76,8 +75,6 @@ func dump(s []Segment) string {
 		switch x.Kind {
 		case Text:
 			fmt.Fprintf(&b, "Text%q", x.Text)
-		case Prompt:
-			fmt.Fprintf(&b, "Prompt%q", x.Status)
 		case EraseLine:
 			fmt.Fprintf(&b, "EraseLine(%d)", x.Erase)
 		default:
@@ -156,17 +153,15 @@ func TestFilter(t *testing.T) {
 		{"title ST", "a\x1b]2;title\x1b\\b", segs(tx("ab"))},
 		{"title C1 ST", "a\x1b]2;title\u009cb", segs(tx("ab"))},
 		{"C1 OSC", "a\u009d0;t\x07b", segs(tx("ab"))},
-		{"prompt BEL", "out\x1b]133;D;0\x07dsh> ", segs(tx("out"), pr("0"), tx("dsh> "))},
-		{"prompt ST", "\x1b]133;D;127\x1b\\", segs(pr("127"))},
-		{"prompt C1", "\u009d133;D;1\u009c", segs(pr("1"))},
-		{"prompt empty status", "\x1b]133;D;\x07", segs(pr(""))},
-		{"prompt status utf8", "\x1b]133;D;é\xff\x07", segs(pr("é\uFFFD"))},
-		{"prompt controls ignored", "\x1b]133;D;\x011\x7f\x07", segs(pr("1"))},
-		{"133;D without status dropped", "\x1b]133;D\x07", nil},
-		{"133;A dropped", "\x1b]133;A\x07", nil},
-		{"two prompts", "\x1b]133;D;0\x07\x1b]133;D;1\x07", segs(pr("0"), pr("1"))},
+		// OSC 133;D was once a private prompt marker; now it is dropped
+		// like any other OSC.
+		{"133;D BEL dropped", "out\x1b]133;D;0\x07dsh> ", segs(tx("outdsh> "))},
+		{"133;D ST dropped", "\x1b]133;D;127\x1b\\x", segs(tx("x"))},
+		{"133;D C1 dropped", "\u009d133;D;1\u009cx", segs(tx("x"))},
+		{"non-ASCII inside OSC dropped", "\x1b]0;é\xff\u0085\x07x", segs(tx("x"))},
+		{"controls inside OSC ignored", "\x1b]0;\x011\x7f\x07x", segs(tx("x"))},
 		{"stray ST after OSC", "\x1b]0;t\x07middle\x1b\\", segs(tx("middle"))},
-		{"ESC ends unterminated OSC", "\x1b]0;never ends\x1b]133;D;0\x07dsh> ", segs(pr("0"), tx("dsh> "))},
+		{"ESC ends unterminated OSC", "\x1b]0;never ends\x1b]133;D;0\x07dsh> ", segs(tx("dsh> "))},
 		{"ESC in OSC starts escape", "\x1b]0;t\x1b[2Kx", segs(el(2), tx("x"))},
 		{"CAN cancels OSC", "\x1b]133;D;0\x18x\x07", segs(tx("x"))},
 		{"newline inside OSC ignored", "\x1b]0;a\nb\x07c", segs(tx("c"))},
@@ -178,7 +173,6 @@ func TestFilter(t *testing.T) {
 		{"PM", "\x1b^pm\x1b\\after", segs(tx("after"))},
 		{"APC", "\x1b_apc\x07after", segs(tx("after"))},
 		{"C1 DCS", "\u0090q\u009cafter", segs(tx("after"))},
-		{"DCS is not a prompt", "\x1bP133;D;0\x07", nil},
 
 		// Two-character and intermediate escapes.
 		{"save/restore", "\x1b7a\x1b8", segs(tx("a"))},
@@ -213,7 +207,7 @@ func TestFilterSanitizerSequence(t *testing.T) {
 		{"red\x1b[3", segs(tx("red"))},
 		{"1m text\x1b[0m \r\n", segs(tx(" text \r\n"))},
 		{"\x1b]133;", nil},
-		{"D;0\x07dsh> ", segs(pr("0"), tx("dsh> "))},
+		{"D;0\x07dsh> ", segs(tx("dsh> "))},
 		{"a\r", segs(tx("a\r"))},
 		{"\nb", segs(tx("\nb"))},
 		{"tail\x1b", segs(tx("tail"))},
@@ -274,9 +268,9 @@ func TestFilterOverflow(t *testing.T) {
 		// A deviation from the original sanitizer, which discarded on to
 		// the BEL and printed only "tail": ESC x ends the string.
 		{"ESC ends discard", []string{long, "more\x1bxmore\x07tail"}, segs(tx("moretail"))},
-		{"overflowed prompt is not a prompt", []string{"\x1b]133;D;" + strings.Repeat("0", 16) + "\x07ok"}, segs(tx("ok"))},
-		{"prompt at the bound", []string{"\x1b]133;D;\x07"}, segs(pr(""))}, // 8 bytes before BEL
-		{"prompt past the bound", []string{"\x1b]133;D;0\x07"}, nil},       // 9 bytes before BEL
+		{"overflowed OSC is dropped", []string{"\x1b]133;D;" + strings.Repeat("0", 16) + "\x07ok"}, segs(tx("ok"))},
+		{"OSC at the bound", []string{"\x1b]133;D;\x07ok"}, segs(tx("ok"))},    // 8 bytes before BEL
+		{"OSC past the bound", []string{"\x1b]133;D;0\x07ok"}, segs(tx("ok"))}, // 9 bytes before BEL
 		{"CSI discard", []string{"\x1b[" + strings.Repeat("1", 16), "123", "mtext"}, segs(tx("text"))},
 		{"overflowed EL is dropped", []string{"\x1b[" + strings.Repeat("0", 16) + "Kx"}, segs(tx("x"))},
 		{"intermediates discard", []string{"\x1b" + strings.Repeat("(", 16) + "Bx"}, segs(tx("x"))},
@@ -357,7 +351,7 @@ func TestFilterDefaultMaxPending(t *testing.T) {
 }
 
 func TestKindString(t *testing.T) {
-	for k, want := range map[Kind]string{Text: "Text", Prompt: "Prompt", EraseLine: "EraseLine", 7: "Kind(7)"} {
+	for k, want := range map[Kind]string{Text: "Text", EraseLine: "EraseLine", 7: "Kind(7)"} {
 		if got := k.String(); got != want {
 			t.Errorf("Kind(%d).String() = %q, want %q", k, got, want)
 		}

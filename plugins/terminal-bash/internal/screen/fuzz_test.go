@@ -26,10 +26,6 @@ func checkSegment(t *testing.T, s Segment) {
 				t.Fatalf("Text %q holds control %U", s.Text, r)
 			}
 		}
-	case Prompt:
-		if !utf8.ValidString(s.Status) {
-			t.Fatalf("Status %q is not valid UTF-8", s.Status)
-		}
 	case EraseLine:
 		if s.Erase < 0 || s.Erase > 2 {
 			t.Fatalf("EraseLine mode %d", s.Erase)
@@ -116,8 +112,6 @@ func (r *refLines) write(s Segment) {
 		case 2:
 			r.line = r.line[:0]
 		}
-		return
-	case Prompt:
 		return
 	}
 	for _, c := range s.Text {

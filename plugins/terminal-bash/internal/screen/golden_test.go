@@ -13,9 +13,8 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/golden/*.golden from the current output")
 
 // TestGolden runs each testdata/golden/*.in transcript through the whole
-// pipeline and compares the segments, the prompt markers seen and the final
-// scrollback with the .golden file. Every chunk size must give the same
-// result.
+// pipeline and compares the segments and the final scrollback with the
+// .golden file. Every chunk size must give the same result.
 func TestGolden(t *testing.T) {
 	inputs, err := filepath.Glob(filepath.Join("testdata", "golden", "*.in"))
 	if err != nil || len(inputs) == 0 {
@@ -70,8 +69,6 @@ func goldenRender(data []byte, chunk int) string {
 		switch s.Kind {
 		case Text:
 			fmt.Fprintf(&b, "Text %q\n", s.Text)
-		case Prompt:
-			fmt.Fprintf(&b, "Prompt %q\n", s.Status)
 		case EraseLine:
 			fmt.Fprintf(&b, "EraseLine %d\n", s.Erase)
 		}

@@ -63,7 +63,6 @@ type Lines struct {
 }
 
 // Write renders s and appends each line it commits, with its '\n', to dst.
-// Prompt segments are ignored: the caller consumes them.
 func (l *Lines) Write(dst []byte, s Segment) []byte {
 	switch s.Kind {
 	case Text:

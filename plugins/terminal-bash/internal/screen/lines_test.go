@@ -72,7 +72,6 @@ func TestLines(t *testing.T) {
 		{"EL2 mid line", 0, segs(tx("abcdef\rab"), el(2), tx("X")), "", "  X"},
 		{"unknown EL ignored", 0, segs(tx("abc\r"), el(7), tx("\n")), "abc\n", ""},
 
-		{"prompt ignored", 0, segs(tx("a"), pr("0"), tx("b")), "", "ab"},
 		{"invalid utf8 repaired", 0, segs(tx("a\xffb\xe2\n")), "a\uFFFDb\uFFFD\n", ""},
 		{"controls dropped", 0, segs(tx("a\x00\x1b[b\x7f\n")), "a[b\n", ""},
 		{"C1 dropped", 0, segs(tx("a\u0085b\u009bc")), "", "abc"},
