@@ -126,7 +126,12 @@ func (s *session) consumeLocked(p []byte) {
 	now := time.Now()
 	s.lastOutput = now
 	if s.claim == nil {
-		s.probeEvery, s.nextProbe = s.cfg.probeMin, now.Add(s.cfg.probeMin)
+		// A program that prints is not waiting: the proof waits until the
+		// terminal has been quiet a moment. But never longer than
+		// stdinProbeMaxMs since the last probe, or a background job that
+		// keeps printing would hide a foreground waiting for input.
+		s.probeEvery = s.cfg.probeMin
+		s.nextProbe = earliest(now.Add(s.cfg.probeMin), s.lastProbe.Add(s.cfg.probeMax))
 	}
 	s.armLocked()
 }
@@ -221,12 +226,17 @@ func (s *session) wake() {
 	}
 	now := time.Now()
 	if !sn.settled && !sn.inputBusy() && !now.Before(s.nextProbe) {
+		s.lastProbe = now
 		gen, learn := s.boundaries, s.claim != nil && s.claim.kind == recordReady
 		s.mu.Unlock()
 		v := s.probe(learn, now)
 		s.mu.Lock()
-		if (v == sawPrompt || v == sawWaiting) && !s.drainLocked(drainProofReads) {
-			v = sawNothing // still printing: not idle
+		if v == sawPrompt || v == sawWaiting {
+			// What the terminal holds came before the proof: it belongs to
+			// this send. Output that keeps coming is not the foreground's,
+			// which is blocked reading (a background job's), and does not
+			// make the proof less true.
+			s.drainLocked(drainProofReads)
 		}
 		now = time.Now()
 		s.verdictLocked(sn, v, gen, now)
@@ -452,8 +462,8 @@ func (s *session) endOutputLocked() {
 }
 
 // drainProofReads bounds the reads made to collect output before a send
-// settles: a terminal that keeps producing output is not idle, and the loop
-// goes back to its normal reading.
+// settles: what keeps coming after them is later output, for the next
+// send.
 const drainProofReads = 16
 
 // drainExitReads bounds the reads made to collect the output of an exited
@@ -578,7 +588,7 @@ func (s *session) reprobeLocked() {
 func (s *session) boundaryLocked(now time.Time) {
 	s.boundaries++
 	s.claim = nil
-	s.lastOutput = now
+	s.lastOutput, s.lastProbe = now, now
 	s.probeEvery, s.nextProbe = s.cfg.probeMin, now.Add(s.cfg.probeMin)
 }
 

@@ -134,6 +134,10 @@ type session struct {
 	// lastOutput is when the terminal last printed, or when the live send
 	// started waiting if that is later: silence is counted from it.
 	lastOutput time.Time
+	// lastProbe is when the proofs last looked at /proc, or the last
+	// boundary: output postpones the next look, but not past
+	// lastProbe + probeMax.
+	lastProbe  time.Time
 	nextProbe  time.Time
 	probeEvery time.Duration
 	armed      time.Time // the read deadline last set

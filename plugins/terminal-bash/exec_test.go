@@ -1,0 +1,35 @@
+package terminalbash
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+)
+
+// TestProofDespiteBackgroundFlood: a background job that prints without
+// pause keeps the terminal from ever being empty. A command waiting for
+// input is still proven to wait, and the shell proven back at its prompt
+// after the interrupt: output that keeps coming is the job's, not the
+// foreground's.
+func TestProofDespiteBackgroundFlood(t *testing.T) {
+	s := spawn(t, newTestBackend(t, nil), "")
+	mustExec(t, s, "(while :; do echo tick; done) & FLOOD=$!")
+	out, res := execute(t, s, "read x")
+	if res.Reason != terminal.WaitStdinRead || res.Prompt || res.Exec.State != terminal.ExecRunning {
+		t.Fatalf("read x under a flood settled %s (prompt %v) with %+v", res.Reason, res.Prompt, *res.Exec)
+	}
+	if !strings.Contains(res.Exec.Background+out, "tick") {
+		t.Fatalf("the flood's output is missing")
+	}
+	if _, err := s.Signal(context.Background(), terminal.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	sn := start(t, s, "", sendOpts{noSubmit: true, stream: true})
+	drainOutput(t, sn)
+	if res := wait(t, sn); !res.Prompt || res.Exec == nil || res.Exec.State != terminal.ExecAbandoned {
+		t.Fatalf("after the interrupt: %s (prompt %v) with %+v", res.Reason, res.Prompt, res.Exec)
+	}
+	mustExec(t, s, "kill $FLOOD; wait $FLOOD")
+}
