@@ -137,7 +137,8 @@ func (t *ptyPair) close() {
 // startShell starts argv on the slave as a session leader with the slave as
 // its controlling terminal. With cgroupFD >= 0 the child is born inside that
 // cgroup (clone3 CLONE_INTO_CGROUP), so not even its first instructions run
-// outside it.
+// outside it. The shell starts with its signals at their defaults, even
+// those the host ignores (see unignoreSignals).
 func startShell(path string, args, env []string, dir string, slave *os.File, cgroupFD int) (*exec.Cmd, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Env = env
@@ -148,6 +149,7 @@ func startShell(path string, args, env []string, dir string, slave *os.File, cgr
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = cgroupFD
 	}
+	unignoreSignals()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
