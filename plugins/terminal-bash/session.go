@@ -331,7 +331,7 @@ func (s *session) Signal(ctx context.Context, sig terminal.Signal) (terminal.Sig
 	if usig == unix.SIGINT {
 		// An interrupt for a command must reach its job, not the shell
 		// about to start it.
-		s.awaitShellBlocked(ctx.Done())
+		s.awaitInterruptible(ctx.Done())
 	}
 	pgid, err := s.term.foreground()
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
 )
@@ -497,4 +499,86 @@ func TestStaleProofDoesNotSettle(t *testing.T) {
 	if res := wait(t, sn); res.Reason != terminal.WaitStdinRead || !res.Prompt {
 		t.Errorf("cancelled sleep settled %s (prompt %v)", res.Reason, res.Prompt)
 	}
+}
+
+// TestInterruptReachesJobOfStarvedShell: an interrupt asked for right after
+// a command line is typed must wait for bash to hand the terminal to the
+// job, however long the machine takes to run bash that far. A shell kept
+// off the CPU (SCHED_IDLE, sharing one CPU with a spinner) takes far longer
+// in wall time than the few microseconds of CPU it needs; a signal sent
+// meanwhile reaches bash, which notes it and waits on for a job that never
+// gets it.
+func TestInterruptReachesJobOfStarvedShell(t *testing.T) {
+	for _, viaExec := range []bool{false, true} {
+		name := map[bool]string{false: "send", true: "exec"}[viaExec]
+		t.Run(name, func(t *testing.T) {
+			s := spawn(t, newTestBackend(t, nil), "")
+			mustPrompt(t, s, "true")
+			unstarve := starve(t, s.pid)
+			var sn terminal.Send
+			if viaExec {
+				var err error
+				if sn, err = s.Exec(context.Background(), terminal.ExecRequest{Command: "sleep 100"}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				sn = start(t, s, "sleep 100", sendOpts{})
+			}
+			if !sn.Cancel() {
+				t.Fatal("cancel refused on a live send")
+			}
+			res := wait(t, sn)
+			unstarve()
+			if res.Reason != terminal.WaitStdinRead || !res.Prompt {
+				t.Fatalf("settled %s (prompt %v): %q", res.Reason, res.Prompt, res.Viewport)
+			}
+			snap, err := proc.Scan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left := snap.Descendants(s.pid); len(left) > 0 {
+				t.Errorf("the interrupted job is still running: %+v", left)
+			}
+			mustPrompt(t, s, "echo works")
+		})
+	}
+}
+
+// starve keeps pid nearly off the CPU until the returned func is called:
+// pid goes to nice 19 on CPU 0, where a spinner at normal priority takes
+// about 98% of the time. The children pid starts inherit both. (SCHED_IDLE
+// would starve it further, but then a few copies of the test running at
+// once keep the shell off the CPU for longer than any deadline.)
+func starve(t *testing.T, pid int) (restore func()) {
+	t.Helper()
+	var one unix.CPUSet
+	one.Set(0)
+	spinner := exec.Command("sh", "-c", "while :; do :; done")
+	if err := spinner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int{spinner.Process.Pid, pid} {
+		if err := unix.SchedSetaffinity(p, &one); err != nil {
+			t.Fatalf("pin %d to CPU 0: %v", p, err)
+		}
+	}
+	low := unix.SchedAttr{Size: unix.SizeofSchedAttr, Nice: 19}
+	if err := unix.SchedSetAttr(pid, &low, 0); err != nil {
+		t.Fatalf("nice 19 for %d: %v", pid, err)
+	}
+	done := false
+	restore = func() {
+		if done {
+			return
+		}
+		done = true
+		spinner.Process.Kill()
+		spinner.Wait()
+		normal := unix.SchedAttr{Size: unix.SizeofSchedAttr}
+		if err := unix.SchedSetAttr(pid, &normal, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+			t.Errorf("restore the scheduling of %d: %v", pid, err)
+		}
+	}
+	t.Cleanup(restore)
+	return restore
 }

@@ -5,6 +5,7 @@ package proc
 import (
 	"bytes"
 	"runtime"
+	"time"
 )
 
 // BlockedRead is a read(2) a process is blocked in: the descriptor, the
@@ -61,4 +62,35 @@ func ReadingTerminal(pid int, tty uint64) (BlockedRead, bool) {
 func Stopped(pid int) bool {
 	st, err := ReadStat(pid)
 	return err == nil && st.State == 'T'
+}
+
+// Sleep is what Asleep found: the system call a process was blocked in and
+// how long it had run by then. Two equal Sleeps taken apart show a process
+// that did not run in between.
+type Sleep struct {
+	Call    string
+	RunTime time.Duration
+}
+
+// Asleep reports where pid is asleep: in state S, blocked in a system
+// call. ok is false when it is running, waiting for a CPU, stopped, gone or
+// cannot be inspected.
+func Asleep(pid int) (sl Sleep, ok bool) {
+	st, err := ReadStat(pid)
+	if err != nil || st.State != 'S' {
+		return Sleep{}, false
+	}
+	var buf [256]byte
+	line, err := readProcFile(pidPath(pid, "syscall"), buf[:])
+	if err != nil {
+		return Sleep{}, false
+	}
+	if _, ok := parseSyscall(line); !ok {
+		return Sleep{}, false
+	}
+	rt, err := RunTime(pid)
+	if err != nil {
+		return Sleep{}, false
+	}
+	return Sleep{Call: string(line), RunTime: rt}, true
 }

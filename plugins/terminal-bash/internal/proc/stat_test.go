@@ -6,8 +6,11 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // tail is stat fields 9..22 (flags .. starttime) and a few after, with
@@ -92,5 +95,65 @@ func TestReadStat(t *testing.T) {
 	}
 	if _, err := ReadStat(1 << 30); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("ReadStat of a pid that cannot exist: %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestParseSchedstat(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    time.Duration
+		wantErr bool
+	}{
+		{in: "323449 17 1\n", want: 323449},
+		{in: "0 0 0", want: 0},
+		{in: "9223372036854775807 1 1", want: 1<<63 - 1},
+		{in: "", wantErr: true},
+		{in: "-1 0 0", wantErr: true},
+		{in: "12x 0 0", wantErr: true},
+		{in: "18446744073709551615 0 0", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := parseSchedstat([]byte(tt.in))
+		if tt.wantErr {
+			if !errors.Is(err, ErrMalformedStat) {
+				t.Errorf("parseSchedstat(%q) = %v, %v; want ErrMalformedStat", tt.in, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("parseSchedstat(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// TestRunTimeGrows: a process that spins shows the time it runs.
+func TestRunTimeGrows(t *testing.T) {
+	spin := exec.Command("sh", "-c", "while :; do :; done")
+	if err := spin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		spin.Process.Kill()
+		spin.Wait()
+	})
+	before, err := RunTime(spin.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		now, err := RunTime(spin.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now > before {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+func TestRunTimeOfMissingProcess(t *testing.T) {
+	if _, err := RunTime(1 << 30); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("RunTime of a missing pid: %v, want fs.ErrNotExist", err)
 	}
 }
