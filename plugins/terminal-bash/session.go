@@ -12,7 +12,7 @@ import (
 
 	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
-	"github.com/dshdev/dsh/plugins/terminal-bash/internal/screen"
+	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
 
 // settings are the config values a session uses, resolved once.
