@@ -15,7 +15,11 @@ import (
 type Deployment struct {
 	// Source names the document in messages: a file path, or
 	// "default.yaml (embedded)".
-	Source  string
+	Source string
+	// File is the path the document was read from, or "" when it is not a
+	// file (the embedded default). An entry that names an executable by a
+	// relative path names it relative to File's directory.
+	File    string
 	Entries []*Entry
 }
 
@@ -84,7 +88,12 @@ func ReadDeployment(path string, env LookupEnv) (*Deployment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read deployment: %w", err)
 	}
-	return ParseDeployment(path, data, env)
+	d, err := ParseDeployment(path, data, env)
+	if err != nil {
+		return nil, err
+	}
+	d.File = path
+	return d, nil
 }
 
 type parser struct {

@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -105,9 +106,9 @@ func (r *resolver) collect(entries []*Entry, scope map[string]Realm) error {
 			}
 			continue
 		}
-		p, ok := r.reg.Lookup(e.Name)
-		if !ok {
-			return r.fail(e, "", errorf(ErrUnknownPlugin, "unknown plugin %q (registered: %s)", e.Name, strings.Join(r.names(), ", ")))
+		p, err := r.lookup(e)
+		if err != nil {
+			return err
 		}
 		cfg, err := r.config(e, p)
 		if err != nil {
@@ -129,6 +130,37 @@ func (r *resolver) collect(entries []*Entry, scope map[string]Realm) error {
 		r.steps = append(r.steps, s)
 	}
 	return nil
+}
+
+// lookup finds the plugin an entry names: a registered one, or for a path
+// the registration the external loader makes of that executable. A
+// relative path is relative to the deployment file's directory (to the
+// working directory for a deployment that is not a file).
+func (r *resolver) lookup(e *Entry) (Plugin, error) {
+	if !IsExecutablePath(e.Name) {
+		p, ok := r.reg.Lookup(e.Name)
+		if !ok {
+			return Plugin{}, r.fail(e, "", errorf(ErrUnknownPlugin, "unknown plugin %q (registered: %s)", e.Name, strings.Join(r.names(), ", ")))
+		}
+		return p, nil
+	}
+	load := r.reg.External()
+	if load == nil {
+		return Plugin{}, r.fail(e, "", errorf(ErrUnknownPlugin, "%q is a path, and this host loads no executables as plugins", e.Name))
+	}
+	path := e.Name
+	if !filepath.IsAbs(path) {
+		base := "."
+		if r.d.File != "" {
+			base = filepath.Dir(r.d.File)
+		}
+		path = filepath.Join(base, path)
+	}
+	p, err := load(e.Name, path)
+	if err != nil {
+		return Plugin{}, r.fail(e, e.Name, errorf(ErrUnknownPlugin, "%v", err))
+	}
+	return p, nil
 }
 
 func (r *resolver) names() []string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -50,8 +51,39 @@ const GroupName = "group"
 // Registry holds plugin registrations by name. The package-level Register
 // fills the default registry; tests build their own with NewRegistry.
 type Registry struct {
-	mu      sync.RWMutex
-	plugins map[string]Plugin
+	mu       sync.RWMutex
+	plugins  map[string]Plugin
+	external ExternalLoader
+}
+
+// ExternalLoader makes the registration of an entry whose name is a path to
+// an executable (see IsExecutablePath): name as the entry wrote it, path
+// resolved against the deployment file's directory. It runs when a
+// deployment is resolved, so it should check what it can (the file is
+// there and executable) and leave starting anything to Apply.
+type ExternalLoader func(name, path string) (Plugin, error)
+
+// IsExecutablePath reports whether a deployment entry's name is a path to
+// an executable rather than the name of a registered plugin: it contains a
+// slash, which no plugin name does ("./dsh-backend-ssh", "/opt/x/backend").
+func IsExecutablePath(name string) bool { return strings.Contains(name, "/") }
+
+// RegisterExternal sets the loader of entries that name an executable, in
+// the default registry. The last call wins.
+func RegisterExternal(load ExternalLoader) { defaultRegistry.RegisterExternal(load) }
+
+// RegisterExternal sets the loader of entries that name an executable.
+func (r *Registry) RegisterExternal(load ExternalLoader) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.external = load
+}
+
+// External returns the loader of entries that name an executable, or nil.
+func (r *Registry) External() ExternalLoader {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.external
 }
 
 // NewRegistry returns an empty registry.
@@ -74,6 +106,8 @@ func (r *Registry) Register(p Plugin) {
 		panic("host: plugin registered without a name")
 	case p.Name == GroupName:
 		panic("host: plugin name \"group\" is reserved")
+	case IsExecutablePath(p.Name):
+		panic(fmt.Sprintf("host: plugin name %q contains a slash, which marks an executable", p.Name))
 	case p.Apply == nil:
 		panic(fmt.Sprintf("host: plugin %q registered without Apply", p.Name))
 	}

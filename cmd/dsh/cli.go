@@ -139,7 +139,12 @@ func (g *globals) readDeployment() (*host.Deployment, error) {
 	if err != nil {
 		return nil, usageError{fmt.Errorf("deployment: %w", err)}
 	}
-	return host.ParseDeployment(g.deployment, data, nil)
+	d, err := host.ParseDeployment(g.deployment, data, nil)
+	if err != nil {
+		return nil, err
+	}
+	d.File = g.deployment
+	return d, nil
 }
 
 // loadHost reads the deployment and starts its plugins.
