@@ -1,0 +1,24 @@
+package backendplugin_test
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
+)
+
+// TestConformance runs the kit against the shell backend out of process:
+// what passes in process passes through the plugin protocol.
+func TestConformance(t *testing.T) {
+	terminaltest.CheckGoroutines(t)
+	terminaltest.TestBackend(t, func(t *testing.T) terminal.Backend {
+		return open(t, `{"idleSilenceMs": 600000, "disposeGraceMs": 500}`)
+	}, terminaltest.Options{
+		EchoCommand:     func(text string) string { return "printf '%s\\n' " + strconv.Quote(text) },
+		ReadCommand:     "read line",
+		ProvesStdinWait: true,
+		ExitCommand:     "exit 3",
+		StatusCommand:   func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },
+	})
+}

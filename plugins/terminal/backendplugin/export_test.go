@@ -1,0 +1,15 @@
+package backendplugin
+
+// ServeVersion serves as Serve does, under another protocol version: a
+// plugin built for a future protocol, for the version check.
+func ServeVersion(version uint, nb NewBackend) {
+	handshake.ProtocolVersion = version
+	Serve(nb)
+}
+
+// ProcessID is the pid of the plugin process c runs now.
+func ProcessID(c *Client) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.proc.client.ReattachConfig().Pid
+}

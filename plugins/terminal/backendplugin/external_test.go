@@ -1,0 +1,121 @@
+package backendplugin_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
+	bashtool "github.com/dshdev/dsh/plugins/tool-bash-persistent"
+)
+
+func init() { backendplugin.Register() }
+
+// deployment writes a deployment file next to a copy of the plugin script
+// for mode, named "backend", and reads it.
+func deployment(t *testing.T, mode, backendEntry string) *host.Deployment {
+	t.Helper()
+	dir := t.TempDir()
+	script, err := os.ReadFile(pluginScript(t, mode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "backend"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	doc := `
+- id: terminal
+  name: terminal
+` + backendEntry + `
+- id: bash
+  name: tool-bash-persistent
+  config: {backendType: shell}
+`
+	path := filepath.Join(dir, "deploy.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := host.ReadDeployment(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestDeploymentLoadsExecutable: an entry naming an executable, relative
+// to the deployment file, becomes a backend of the type it declares, and
+// the bash tool runs on it.
+func TestDeploymentLoadsExecutable(t *testing.T) {
+	d := deployment(t, "bash", `
+- id: remote-shell
+  name: ./backend
+  config: {idleSilenceMs: 600000}
+`)
+	ctx := context.Background()
+	h, err := host.Load(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := h.Close(ctx); err != nil {
+			t.Errorf("host close: %v", err)
+		}
+	}()
+	o, err := h.NewOwner("agent", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ command, want string }{
+		{"cd /tmp && export KEEP=kept", ""},
+		{`echo "$PWD $KEEP"`, "/tmp kept"},
+		{"exit 7", "[shell exited: code 7]"},
+		{"echo again", "again"},
+	} {
+		args, _ := json.Marshal(bashtool.Args{Command: tt.command})
+		res := h.Tools().Call(ctx, o, bashtool.ToolName, args)
+		if !strings.Contains(res.Text, tt.want) {
+			t.Errorf("bash %q = %q, want it to contain %q", tt.command, res.Text, tt.want)
+		}
+	}
+	if err := o.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDeploymentLoadErrors: a plugin that cannot start fails the load
+// with an error naming the entry and the cause.
+func TestDeploymentLoadErrors(t *testing.T) {
+	tests := []struct {
+		name, mode, entry string
+		want              []string
+	}{
+		{"crash", "crash", "- id: remote\n  name: ./backend\n", []string{`entry "remote"`, "./backend", "out of luck"}},
+		{"version", "future", "- id: remote\n  name: ./backend\n", []string{`entry "remote"`, "Plugin version: 2"}},
+		{"config", "bash", "- id: remote\n  name: ./backend\n  config: {colour: blue}\n", []string{`entry "remote"`, `unknown field "colour"`}},
+		{"missing", "bash", "- id: remote\n  name: ./nowhere/backend\n", []string{`entry "remote"`, "no such file"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := deployment(t, tt.mode, tt.entry)
+			h, err := host.Load(context.Background(), d)
+			if err == nil {
+				h.Close(context.Background())
+				t.Fatal("the deployment loaded")
+			}
+			var de *host.DeploymentError
+			if !errors.As(err, &de) {
+				t.Errorf("error %T is not a *host.DeploymentError", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,191 @@
+package backendplugin
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+
+	"google.golang.org/grpc"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
+)
+
+// send is a send in flight in the plugin. One goroutine receives its
+// events; callers pull output that arrived, and ask for more when there is
+// none (or, for a streaming send, keep one request ahead).
+type send struct {
+	session   *session
+	stream    grpc.BidiStreamingClient[backendpb.SendControl, backendpb.SendEvent]
+	stop      context.CancelFunc // ends the stream
+	unwatch   func() bool        // stops cancelling on the caller's ctx
+	streaming bool               // the caller drains Output (SendRequest.Stream)
+
+	sendMu sync.Mutex // the stream's send side is not safe for concurrent use
+
+	mu      sync.Mutex
+	chunks  []string // output received, not yet returned by Output
+	pulling bool     // a Pull is on its way
+	eof     bool     // no more output will come
+	result  terminal.SendResult
+	done    bool          // result holds how the send settled
+	more    chan struct{} // wakes Output
+	settled chan struct{} // closed once done
+}
+
+// control sends one control message; an error means the stream has ended,
+// which receive learns about by itself.
+func (sn *send) control(msg *backendpb.SendControl) {
+	sn.sendMu.Lock()
+	defer sn.sendMu.Unlock()
+	_ = sn.stream.Send(msg)
+}
+
+// pullLocked reports whether to ask for the next output now, and counts
+// the request as made: not while one is on its way, nor once the send has
+// settled (the plugin then sends the rest by itself). The caller sends it
+// with pull after unlocking.
+func (sn *send) pullLocked() bool {
+	if sn.pulling || sn.done || sn.eof {
+		return false
+	}
+	sn.pulling = true
+	return true
+}
+
+var pullMsg = &backendpb.SendControl{Control: &backendpb.SendControl_Pull{Pull: &backendpb.Pull{}}}
+
+func (sn *send) pull(want bool) {
+	if want {
+		sn.control(pullMsg)
+	}
+}
+
+// receive takes the send's events until its stream ends.
+func (sn *send) receive() {
+	defer sn.stop()
+	for {
+		ev, err := sn.stream.Recv()
+		if err != nil {
+			sn.broken(err)
+			return
+		}
+		want := false
+		sn.mu.Lock()
+		switch {
+		case ev.GetOutput() != nil:
+			out := ev.GetOutput()
+			sn.pulling = false
+			if len(out.GetText()) > 0 {
+				sn.chunks = append(sn.chunks, string(out.GetText()))
+			}
+			if out.GetEof() {
+				sn.eof = true
+			} else if sn.streaming && len(sn.chunks) < 2 {
+				want = sn.pullLocked()
+			}
+		case ev.GetResult() != nil:
+			sn.settleLocked(resultFromPB(ev.GetResult()))
+		}
+		sn.notify()
+		sn.mu.Unlock()
+		sn.pull(want)
+	}
+}
+
+// settleLocked records how the send settled. The viewport is the plugin's
+// plus what arrived here and Output has not returned, which the plugin
+// counts as returned.
+func (sn *send) settleLocked(res terminal.SendResult) {
+	if sn.done {
+		return
+	}
+	if len(sn.chunks) > 0 {
+		res.Viewport = strings.Join(sn.chunks, "") + res.Viewport
+	}
+	sn.result, sn.done = res, true
+	close(sn.settled)
+	if sn.unwatch != nil {
+		sn.unwatch()
+	}
+}
+
+// broken ends a send whose stream ended before its end of output: the
+// plugin process died, or the plugin failed the send. Either way the
+// shell is out of reach, which is what a shell exit means to the caller
+// (the bash tool resets the session). A plugin that is unreachable is
+// killed, so that it is surely gone and the next spawn starts it again.
+func (sn *send) broken(err error) {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	if sn.eof && sn.done {
+		return
+	}
+	if errors.Is(fromStatus("send", err), ErrPluginExited) || sn.session.proc.exited() {
+		sn.session.gone()
+		sn.session.proc.lose()
+	}
+	sn.settleLocked(terminal.SendResult{Reason: terminal.WaitSessionExit, Status: pluginGone})
+	sn.eof = true
+	sn.notify()
+}
+
+func (sn *send) notify() {
+	select {
+	case sn.more <- struct{}{}:
+	default:
+	}
+}
+
+func (sn *send) Output(ctx context.Context) (string, error) {
+	for {
+		sn.mu.Lock()
+		if len(sn.chunks) > 0 {
+			out := sn.chunks[0]
+			sn.chunks[0] = ""
+			sn.chunks = sn.chunks[1:]
+			want := sn.streaming && sn.pullLocked()
+			sn.mu.Unlock()
+			sn.pull(want)
+			return out, nil
+		}
+		if sn.eof {
+			sn.mu.Unlock()
+			return "", io.EOF
+		}
+		want := sn.pullLocked()
+		sn.mu.Unlock()
+		sn.pull(want)
+		select {
+		case <-sn.more:
+		case <-ctx.Done():
+			return "", context.Cause(ctx)
+		}
+	}
+}
+
+func (sn *send) Wait(ctx context.Context) (terminal.SendResult, error) {
+	select {
+	case <-sn.settled:
+	case <-ctx.Done():
+		return terminal.SendResult{}, context.Cause(ctx)
+	}
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	return sn.result, nil
+}
+
+func (sn *send) Cancel() bool {
+	sn.mu.Lock()
+	done := sn.done
+	sn.mu.Unlock()
+	if done {
+		return false
+	}
+	sn.control(&backendpb.SendControl{Control: &backendpb.SendControl_Cancel{Cancel: &backendpb.Cancel{}}})
+	return true
+}
+
+var _ terminal.Send = (*send)(nil)

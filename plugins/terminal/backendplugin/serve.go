@@ -1,0 +1,148 @@
+package backendplugin
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
+)
+
+// Serve serves the backend newBackend makes to the dsh host that started
+// this executable, and returns when the host stops it; main should return
+// then. Started by hand, it prints that it is a plugin and exits with
+// status 1.
+//
+// Every session still open when the host stops the plugin, or when the
+// host itself goes away without a word, is closed before Serve returns:
+// a backend's processes never outlive the host for long.
+func Serve(newBackend NewBackend) {
+	srv := newServer(newBackend)
+	defer srv.stop()
+	stopWatch := watchParent(srv.stop)
+	defer stopWatch()
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: handshake,
+		Plugins:         plugin.PluginSet{pluginName: &grpcPlugin{server: srv}},
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			opts = append(opts, grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes))
+			return grpc.NewServer(opts...)
+		},
+		Logger: hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true, Level: hclog.Info}),
+	})
+}
+
+// Logger returns a logger for a backend served by Serve: JSON lines on
+// stderr in the form the host reads, so that each record reaches the host's
+// log at its own level, with its attributes.
+func Logger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) > 0 {
+				return a
+			}
+			switch a.Key {
+			case slog.TimeKey:
+				a.Key = "@timestamp"
+			case slog.LevelKey:
+				a.Key = "@level"
+				a.Value = slog.StringValue(hclogLevel(a.Value.Any().(slog.Level)))
+			case slog.MessageKey:
+				a.Key = "@message"
+			}
+			return a
+		},
+	}))
+}
+
+func hclogLevel(l slog.Level) string {
+	switch {
+	case l < slog.LevelInfo:
+		return "debug"
+	case l < slog.LevelWarn:
+		return "info"
+	case l < slog.LevelError:
+		return "warn"
+	}
+	return "error"
+}
+
+// watchParent calls stop, then ends the process, when the process that
+// started this one exits: a host killed outright cannot stop its plugins,
+// and their sessions must not live on without it. It waits on a pidfd of
+// the parent, with no polling. The returned func ends the watch.
+func watchParent(stop func()) (cancel func()) {
+	ppid := os.Getppid()
+	fd, err := unix.PidfdOpen(ppid, 0)
+	if err != nil {
+		return func() {}
+	}
+	if os.Getppid() != ppid { // the parent went before the pidfd was made
+		unix.Close(fd)
+		stop()
+		os.Exit(0)
+	}
+	ctx, cancelCtx := context.WithCancel(context.Background())
+	wake, err := eventFD()
+	if err != nil {
+		unix.Close(fd)
+		cancelCtx()
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer unix.Close(fd)
+		defer unix.Close(wake)
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(wake), Events: unix.POLLIN}}
+		for {
+			_, err := unix.Poll(fds, -1)
+			if err == unix.EINTR {
+				continue
+			}
+			if ctx.Err() != nil || fds[1].Revents != 0 {
+				return
+			}
+			if fds[0].Revents != 0 {
+				stop()
+				os.Exit(0)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return func() {
+		cancelCtx()
+		var one = [8]byte{1}
+		_, _ = unix.Write(wake, one[:])
+		<-done
+	}
+}
+
+// eventFD makes a descriptor that a write makes readable, to wake a poll.
+func eventFD() (int, error) {
+	return unix.Eventfd(0, unix.EFD_CLOEXEC)
+}
+
+// grpcPlugin is the go-plugin glue on both sides: the plugin registers the
+// server, the host gets a client stub.
+type grpcPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	server *server
+}
+
+func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	backendpb.RegisterBackendServer(s, p.server)
+	return nil
+}
+
+func (p *grpcPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return backendpb.NewBackendClient(c), nil
+}

@@ -1,0 +1,327 @@
+package backendplugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
+)
+
+// NewBackend builds a backend from the config of its deployment entry, a
+// JSON object ("{}" when the entry has none). Decode it strictly: an
+// unknown key is the user's typo. The error is shown to the user as the
+// cause of a failed load.
+type NewBackend func(ctx context.Context, config json.RawMessage) (terminal.Backend, error)
+
+// closer is implemented by backends that hold resources of their own
+// beyond their sessions.
+type closer interface {
+	Close(ctx context.Context) error
+}
+
+// closeGrace bounds the close of every session when the plugin stops.
+const closeGrace = 10 * time.Second
+
+// server is the plugin's side of the protocol: one backend, made by
+// Configure, and the sessions it spawned by the id the host gave them.
+type server struct {
+	backendpb.UnimplementedBackendServer
+	newBackend NewBackend
+
+	mu       sync.Mutex
+	backend  terminal.Backend
+	sessions map[string]terminal.Session
+	stopped  bool
+}
+
+func newServer(nb NewBackend) *server {
+	return &server{newBackend: nb, sessions: make(map[string]terminal.Session)}
+}
+
+func (s *server) Configure(ctx context.Context, req *backendpb.ConfigureRequest) (*backendpb.ConfigureResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.backend != nil {
+		return nil, toStatus(errors.New("backendplugin: the backend is configured already"))
+	}
+	raw := json.RawMessage(req.GetConfigJson())
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	b, err := s.newBackend(ctx, raw)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if b == nil || b.Type() == "" {
+		return nil, toStatus(errors.New("backendplugin: the plugin made no backend, or one without a type"))
+	}
+	s.backend = b
+	return &backendpb.ConfigureResponse{Type: b.Type()}, nil
+}
+
+func (s *server) Spawn(ctx context.Context, req *backendpb.SpawnRequest) (*backendpb.SpawnResponse, error) {
+	s.mu.Lock()
+	b, stopped := s.backend, s.stopped
+	_, taken := s.sessions[req.GetSessionId()]
+	s.mu.Unlock()
+	switch {
+	case b == nil:
+		return nil, toStatus(ErrNotConfigured)
+	case stopped:
+		return nil, toStatus(terminal.ErrSessionClosing)
+	case req.GetSessionId() == "" || taken:
+		return nil, toStatus(errors.New("backendplugin: spawn needs a session id of its own"))
+	}
+	sess, err := b.Spawn(ctx, terminal.SpawnSpec{
+		SessionID: req.GetSessionId(),
+		OwnerID:   req.GetOwnerId(),
+		Cwd:       req.GetCwd(),
+		Name:      req.GetName(),
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		closeCtx, cancel := context.WithTimeout(context.Background(), closeGrace)
+		defer cancel()
+		_ = sess.Close(closeCtx, "backend plugin stopping")
+		return nil, toStatus(terminal.ErrSessionClosing)
+	}
+	s.sessions[req.GetSessionId()] = sess
+	s.mu.Unlock()
+	_, executor := sess.(terminal.Executor)
+	return &backendpb.SpawnResponse{Motd: []byte(sess.Motd()), Pid: int64(sess.PID()), Executor: executor}, nil
+}
+
+// session looks up a live session by id.
+func (s *server) session(id string) (terminal.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, ok := s.sessions[id]
+	if !ok {
+		return nil, terminal.ErrNoSession
+	}
+	return sess, nil
+}
+
+func (s *server) Status(_ context.Context, req *backendpb.SessionRef) (*backendpb.SessionStatus, error) {
+	sess, err := s.session(req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return statusToPB(sess.Status()), nil
+}
+
+func (s *server) Read(_ context.Context, req *backendpb.ReadRequest) (*backendpb.ReadResponse, error) {
+	sess, err := s.session(req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	page, err := sess.Read(terminal.ReadRequest{Offset: int(req.GetOffset()), Count: int(req.GetCount())})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &backendpb.ReadResponse{
+		Text:       []byte(page.Text),
+		TotalLines: int32(page.TotalLines),
+		LineBegin:  int32(page.LineBegin),
+		LineEnd:    int32(page.LineEnd),
+		Truncated:  page.Truncated,
+	}, nil
+}
+
+func (s *server) Signal(ctx context.Context, req *backendpb.SignalRequest) (*backendpb.SignalResponse, error) {
+	sess, err := s.session(req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	res, err := sess.Signal(ctx, terminal.Signal(req.GetSignal()))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &backendpb.SignalResponse{TargetPgid: int64(res.TargetPGID)}, nil
+}
+
+// Close closes a session and forgets it once it is gone; a close that
+// fails keeps it, so that the host can retry.
+func (s *server) Close(ctx context.Context, req *backendpb.CloseRequest) (*backendpb.CloseResponse, error) {
+	sess, err := s.session(req.GetSessionId())
+	if errors.Is(err, terminal.ErrNoSession) {
+		return &backendpb.CloseResponse{}, nil // closed already: Close is idempotent
+	}
+	if err := sess.Close(ctx, req.GetReason()); err != nil {
+		return nil, toStatus(err)
+	}
+	s.mu.Lock()
+	if s.sessions[req.GetSessionId()] == sess {
+		delete(s.sessions, req.GetSessionId())
+	}
+	s.mu.Unlock()
+	return &backendpb.CloseResponse{Status: statusToPB(sess.Status())}, nil
+}
+
+// Send runs one send; see backend.proto for the exchange.
+func (s *server) Send(stream grpc.BidiStreamingServer[backendpb.SendControl, backendpb.SendEvent]) error {
+	msg, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	start := msg.GetStart()
+	if start == nil {
+		return toStatus(errors.New("backendplugin: a send must begin with its start"))
+	}
+	sess, err := s.session(start.GetSessionId())
+	if err != nil {
+		return toStatus(err)
+	}
+	// The send is bound to the stream: a host that goes away cancels it.
+	ctx := stream.Context()
+	var sn terminal.Send
+	timeout := time.Duration(start.GetTimeoutNs())
+	if start.GetExec() {
+		ex, ok := sess.(terminal.Executor)
+		if !ok {
+			return toStatus(terminal.ErrExecUnsupported)
+		}
+		sn, err = ex.Exec(ctx, terminal.ExecRequest{Command: string(start.GetCommand()), Timeout: timeout, Stream: start.GetStream()})
+	} else {
+		sn, err = sess.StartSend(ctx, terminal.SendRequest{Text: string(start.GetText()), Submit: start.GetSubmit(), Timeout: timeout, Stream: start.GetStream()})
+	}
+	if err != nil {
+		return toStatus(err)
+	}
+	if err := stream.Send(&backendpb.SendEvent{Event: &backendpb.SendEvent_Started{Started: &backendpb.Started{}}}); err != nil {
+		return err
+	}
+
+	pulls := make(chan struct{}, 1)
+	var (
+		credit int
+		mu     sync.Mutex
+	)
+	go func() {
+		for {
+			msg, err := stream.Recv()
+			if err != nil {
+				return // the stream ended, or the host closed its side
+			}
+			switch {
+			case msg.GetPull() != nil:
+				mu.Lock()
+				credit++
+				mu.Unlock()
+				select {
+				case pulls <- struct{}{}:
+				default:
+				}
+			case msg.GetCancel() != nil:
+				sn.Cancel()
+			}
+		}
+	}()
+	take := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if credit == 0 {
+			return false
+		}
+		credit--
+		return true
+	}
+
+	settled := make(chan struct{})
+	var (
+		res     terminal.SendResult
+		waitErr error
+	)
+	go func() {
+		defer close(settled)
+		res, waitErr = sn.Wait(ctx)
+	}()
+
+	// Until the send settles, output goes out as the host asks for it.
+	sendOutput := func(text string, eof bool) error {
+		return stream.Send(&backendpb.SendEvent{Event: &backendpb.SendEvent_Output{Output: &backendpb.Output{Text: []byte(text), Eof: eof}}})
+	}
+pulling:
+	for {
+		for take() {
+			out, err := sn.Output(ctx)
+			if errors.Is(err, io.EOF) {
+				break pulling
+			}
+			if err != nil {
+				return toStatus(err)
+			}
+			if err := sendOutput(out, false); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-pulls:
+		case <-settled:
+			break pulling
+		case <-ctx.Done():
+			return toStatus(context.Cause(ctx))
+		}
+	}
+	<-settled
+	if waitErr != nil {
+		return toStatus(waitErr)
+	}
+	if err := stream.Send(&backendpb.SendEvent{Event: &backendpb.SendEvent_Result{Result: resultToPB(res)}}); err != nil {
+		return err
+	}
+	// What is left is bounded now that the send has settled: all of it
+	// goes, so that the stream can end.
+	for {
+		out, err := sn.Output(ctx)
+		if errors.Is(err, io.EOF) {
+			return sendOutput("", true)
+		}
+		if err != nil {
+			return toStatus(err)
+		}
+		if err := sendOutput(out, false); err != nil {
+			return err
+		}
+	}
+}
+
+// stop closes every session and then the backend, once: when the host
+// asks the plugin to stop, or goes away.
+func (s *server) stop() {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.stopped = true
+	sessions := s.sessions
+	s.sessions = make(map[string]terminal.Session)
+	b := s.backend
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, sess := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = sess.Close(ctx, "backend plugin stopped")
+		}()
+	}
+	wg.Wait()
+	if c, ok := b.(closer); ok {
+		_ = c.Close(ctx)
+	}
+}

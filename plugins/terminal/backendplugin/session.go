@@ -1,0 +1,210 @@
+package backendplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
+)
+
+// pluginGone is the status of a session whose plugin process is gone: the
+// host cannot know how its shell ended.
+var pluginGone = terminal.Status{Exited: true, ExitCode: -1}
+
+// session is a session of an external backend. What never changes (motd,
+// pid) came with the spawn; the rest is asked for.
+type session struct {
+	proc *process
+	id   string
+	motd string
+	pid  int
+
+	mu     sync.Mutex
+	dead   bool            // the plugin went away: the session has exited
+	closed bool            // Close succeeded: the plugin has forgotten the session
+	final  terminal.Status // the status Close reported
+}
+
+// execSession is a session whose backend runs commands.
+type execSession struct{ *session }
+
+func (s *session) Motd() string { return s.motd }
+func (s *session) PID() int     { return s.pid }
+
+// gone records that the plugin no longer serves the session.
+func (s *session) gone() {
+	s.mu.Lock()
+	s.dead = true
+	s.mu.Unlock()
+}
+
+func (s *session) isDead() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dead || s.closed || s.proc.exited()
+}
+
+// errGone is the error of a call on a session that is out of reach.
+func (s *session) errGone() error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return fmt.Errorf("%w: the session was closed", terminal.ErrSessionExited)
+	}
+	return fmt.Errorf("%w: %w", terminal.ErrSessionExited, ErrPluginExited)
+}
+
+// checkErr notes what an error of a call says about the plugin.
+func (s *session) checkErr(err error) error {
+	if errors.Is(err, ErrPluginExited) || s.proc.exited() {
+		s.gone()
+		s.proc.lose()
+		return fmt.Errorf("%w: %w", terminal.ErrSessionExited, err)
+	}
+	return err
+}
+
+func (s *session) Status() terminal.Status {
+	s.mu.Lock()
+	closed, final := s.closed, s.final
+	s.mu.Unlock()
+	if closed {
+		return final
+	}
+	if s.isDead() {
+		return pluginGone
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	st, err := s.proc.rpc.Status(ctx, &backendpb.SessionRef{SessionId: s.id})
+	if err != nil {
+		// Either the plugin is gone, or it lives and has forgotten the
+		// session: the shell is out of reach both ways.
+		_ = s.checkErr(fromStatus("status", err))
+		return pluginGone
+	}
+	return statusFromPB(st)
+}
+
+func (s *session) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
+	if s.isDead() {
+		return terminal.ReadResult{}, s.errGone()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	page, err := s.proc.rpc.Read(ctx, &backendpb.ReadRequest{SessionId: s.id, Offset: int32(req.Offset), Count: int32(req.Count)})
+	if err != nil {
+		return terminal.ReadResult{}, s.checkErr(fromStatus("read", err))
+	}
+	return terminal.ReadResult{
+		Text:       string(page.GetText()),
+		TotalLines: int(page.GetTotalLines()),
+		LineBegin:  int(page.GetLineBegin()),
+		LineEnd:    int(page.GetLineEnd()),
+		Truncated:  page.GetTruncated(),
+	}, nil
+}
+
+func (s *session) Signal(ctx context.Context, sig terminal.Signal) (terminal.SignalResult, error) {
+	if s.isDead() {
+		return terminal.SignalResult{}, s.errGone()
+	}
+	res, err := s.proc.rpc.Signal(ctx, &backendpb.SignalRequest{SessionId: s.id, Signal: string(sig)})
+	if err != nil {
+		return terminal.SignalResult{}, s.checkErr(fromStatus("signal", err))
+	}
+	return terminal.SignalResult{TargetPGID: int(res.GetTargetPgid())}, nil
+}
+
+// Close closes the session in the plugin. A session whose plugin is gone
+// is closed: its processes went with the plugin's terminal.
+func (s *session) Close(ctx context.Context, reason string) error {
+	if s.isDead() {
+		return nil
+	}
+	resp, err := s.proc.rpc.Close(ctx, &backendpb.CloseRequest{SessionId: s.id, Reason: reason})
+	if err != nil {
+		err = s.checkErr(fromStatus("close", err))
+		if s.isDead() {
+			return nil
+		}
+		return err
+	}
+	s.mu.Lock()
+	s.closed, s.final = true, statusFromPB(resp.GetStatus())
+	if !s.final.Exited {
+		s.final = pluginGone
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (terminal.Send, error) {
+	return s.start(ctx, &backendpb.SendStart{
+		SessionId: s.id,
+		Text:      []byte(req.Text),
+		Submit:    req.Submit,
+		TimeoutNs: int64(req.Timeout),
+		Stream:    req.Stream,
+	})
+}
+
+func (s *execSession) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.Send, error) {
+	return s.start(ctx, &backendpb.SendStart{
+		SessionId: s.id,
+		Exec:      true,
+		Command:   []byte(req.Command),
+		TimeoutNs: int64(req.Timeout),
+		Stream:    req.Stream,
+	})
+}
+
+// start opens the stream of a send and waits for the plugin to accept it.
+// The stream runs on its own context: the send outlives ctx, which only
+// cancels it (as terminal.Session.StartSend says).
+func (s *session) start(ctx context.Context, start *backendpb.SendStart) (terminal.Send, error) {
+	if s.isDead() {
+		return nil, s.errGone()
+	}
+	streamCtx, stop := context.WithCancel(context.Background())
+	stream, err := s.proc.rpc.Send(streamCtx)
+	if err != nil {
+		stop()
+		return nil, s.checkErr(fromStatus("send", err))
+	}
+	sn := &send{session: s, stream: stream, stop: stop, streaming: start.Stream, more: make(chan struct{}, 1), settled: make(chan struct{})}
+	fail := func(err error) (terminal.Send, error) {
+		stop()
+		return nil, s.checkErr(fromStatus("send", err))
+	}
+	if err := stream.Send(&backendpb.SendControl{Control: &backendpb.SendControl_Start{Start: start}}); err != nil {
+		if errors.Is(err, io.EOF) {
+			_, err = stream.Recv() // the reason the stream ended
+		}
+		return fail(err)
+	}
+	ev, err := stream.Recv()
+	if err != nil {
+		return fail(err)
+	}
+	if ev.GetStarted() == nil {
+		return fail(errors.New("backendplugin: the plugin did not start the send"))
+	}
+	if start.Stream {
+		sn.pulling = true // output flows at once; the caller drains it
+		sn.control(pullMsg)
+	}
+	sn.unwatch = context.AfterFunc(ctx, func() { sn.Cancel() })
+	go sn.receive()
+	return sn, nil
+}
+
+var (
+	_ terminal.Session  = (*session)(nil)
+	_ terminal.Executor = (*execSession)(nil)
+)
