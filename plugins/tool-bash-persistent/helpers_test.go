@@ -27,9 +27,18 @@ type harness struct {
 	h *host.Host
 }
 
+// externalBackend names a backend executable (cmd/dsh-backend-bash) to run
+// the tests on instead of the in-process backend: the tool must behave the
+// same with its backend out of process. CI runs the suite both ways.
+const externalBackend = "DSH_TEST_BACKEND"
+
 // newHarness loads the three plugins; extra is YAML config for the tool.
 func newHarness(t testing.TB, toolConfig string, backendConfig string) *harness {
 	t.Helper()
+	backend := "terminal-bash"
+	if path := os.Getenv(externalBackend); path != "" {
+		backend = path
+	}
 	if toolConfig == "" {
 		toolConfig = "{}"
 	}
@@ -40,12 +49,12 @@ func newHarness(t testing.TB, toolConfig string, backendConfig string) *harness 
 - id: terminal
   name: terminal
 - id: terminal-bash
-  name: terminal-bash
+  name: %s
   config: %s
 - id: bash
   name: tool-bash-persistent
   config: %s
-`, backendConfig, toolConfig)
+`, backend, backendConfig, toolConfig)
 	d, err := host.ParseDeployment("test.yaml", []byte(yaml), nil)
 	if err != nil {
 		t.Fatal(err)

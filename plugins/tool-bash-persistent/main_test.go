@@ -4,6 +4,11 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	backendplugin.Register() // for DSH_TEST_BACKEND
+	goleak.VerifyTestMain(m)
+}

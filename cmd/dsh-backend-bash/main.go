@@ -1,0 +1,37 @@
+// Command dsh-backend-bash serves the "shell" backend (bash on a PTY, the
+// one dsh links in) out of process, as a plugin executable: the reference
+// for backend authors, and what proves that a backend behind the plugin
+// protocol behaves as one in process. A deployment loads it with an entry
+// whose name is its path; the entry's config is terminal-bash's.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
+)
+
+func main() {
+	backendplugin.Serve(newBackend)
+}
+
+// newBackend decodes the config strictly over the defaults, as the host
+// does for the in-process plugin, and builds the backend.
+func newBackend(_ context.Context, raw json.RawMessage) (terminal.Backend, error) {
+	cfg := terminalbash.DefaultConfig()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(cfg); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return terminalbash.NewBackend(cfg, backendplugin.Logger(slog.LevelInfo))
+}
