@@ -1,8 +1,11 @@
 package deployments_test
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -30,11 +33,26 @@ func TestDefaultLoads(t *testing.T) {
 	}
 }
 
+// buildBackend builds cmd/dsh-backend-bash into bin/ of a fresh directory
+// and returns the directory.
+func buildBackend(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "dsh-backend-bash"), "../cmd/dsh-backend-bash")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build dsh-backend-bash: %v\n%s", err, out)
+	}
+	return dir
+}
+
 var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
 
 // TestReadmeExamplesLoad keeps the READMEs honest: every YAML example in
-// them is a deployment that loads.
+// them is a deployment that loads. An example that names a backend
+// executable under ./bin/ loads from a directory where that executable has
+// been built.
 func TestReadmeExamplesLoad(t *testing.T) {
+	binDir := ""
 	for _, readme := range []string{"../README.md", "../README.zh.md"} {
 		data, err := os.ReadFile(readme)
 		if err != nil {
@@ -48,6 +66,12 @@ func TestReadmeExamplesLoad(t *testing.T) {
 			d, err := host.ParseDeployment(readme, b[1], func(string) (string, bool) { return "", false })
 			if err != nil {
 				t.Fatal(err)
+			}
+			if bytes.Contains(b[1], []byte("./bin/dsh-backend-bash")) {
+				if binDir == "" {
+					binDir = buildBackend(t)
+				}
+				d.File = filepath.Join(binDir, "deploy.yaml")
 			}
 			h, err := host.Load(context.Background(), d)
 			if err != nil {
