@@ -6,10 +6,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 
 	"github.com/dshdev/dsh/plugins/terminal"
@@ -24,14 +22,9 @@ func main() {
 // newBackend decodes the config strictly over the defaults, as the host
 // does for the in-process plugin, and builds the backend.
 func newBackend(_ context.Context, raw json.RawMessage) (terminal.Backend, error) {
-	cfg := terminalbash.DefaultConfig()
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+	cfg, err := terminalbash.ConfigFromJSON(raw)
+	if err != nil {
+		return nil, err
 	}
 	return terminalbash.NewBackend(cfg, backendplugin.Logger(slog.LevelInfo))
 }

@@ -48,13 +48,8 @@ func newBackend(_ context.Context, raw json.RawMessage) (terminal.Backend, error
 	if cfg.Log == "" {
 		return nil, errors.New("config: log (the audit file) is required")
 	}
-	shell := terminalbash.DefaultConfig()
-	if len(cfg.Shell) > 0 {
-		if err := decodeStrict(cfg.Shell, shell); err != nil {
-			return nil, fmt.Errorf("config: shell: %w", err)
-		}
-	}
-	if err := shell.Validate(); err != nil {
+	shell, err := terminalbash.ConfigFromJSON(cfg.Shell)
+	if err != nil {
 		return nil, fmt.Errorf("config: shell: %w", err)
 	}
 	inner, err := terminalbash.NewBackend(shell, backendplugin.Logger(slog.LevelInfo))

@@ -1,6 +1,9 @@
 package terminalbash
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/dshdev/dsh/host"
@@ -76,10 +79,28 @@ func DefaultConfig() *Config {
 	}
 }
 
-// Validate reports the first invalid field.
 // maxMillis bounds every millisecond setting.
 const maxMillis = 1<<31 - 1
 
+// ConfigFromJSON decodes a config given as JSON (the config of a
+// deployment entry, as a backend plugin receives it) over the defaults,
+// strictly: an unknown key is an error. Then it validates the result.
+func ConfigFromJSON(raw json.RawMessage) (*Config, error) {
+	cfg := DefaultConfig()
+	if len(bytes.TrimSpace(raw)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(cfg); err != nil {
+			return nil, fmt.Errorf("terminal-bash: config: %w", err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Validate reports the first invalid field.
 func (c *Config) Validate() error {
 	if c.BackendType == "" {
 		return host.FieldErrorf("backendType", "terminal-bash: backendType must be non-empty")

@@ -1,8 +1,10 @@
 package terminalbash
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dshdev/dsh/host"
@@ -64,5 +66,33 @@ func TestConfigShellDefaults(t *testing.T) {
 	path, args = cfg.shell()
 	if path != "/usr/bin/env" || !slices.Equal(args, []string{"bash", "-i"}) {
 		t.Errorf("explicit shell settings give %s %q", path, args)
+	}
+}
+
+func TestConfigFromJSON(t *testing.T) {
+	tests := []struct {
+		raw     string
+		wantErr string
+		check   func(*Config) bool
+	}{
+		{raw: "", check: func(c *Config) bool { return c.Rows == 40 && c.BackendType == "shell" }},
+		{raw: "{}", check: func(c *Config) bool { return c.Cols == 160 }},
+		{raw: `{"rows": 24, "backendType": "remote"}`, check: func(c *Config) bool { return c.Rows == 24 && c.BackendType == "remote" && c.Cols == 160 }},
+		{raw: `{"rows": 24, "colour": 1}`, wantErr: `unknown field "colour"`},
+		{raw: `{"rows": "many"}`, wantErr: "rows"},
+		{raw: `{"rows": 0}`, wantErr: "rows must be a positive integer"},
+		{raw: `[1]`, wantErr: "config"},
+	}
+	for _, tt := range tests {
+		cfg, err := ConfigFromJSON(json.RawMessage(tt.raw))
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ConfigFromJSON(%s) = %v, want an error saying %q", tt.raw, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || !tt.check(cfg) {
+			t.Errorf("ConfigFromJSON(%s) = %+v, %v", tt.raw, cfg, err)
+		}
 	}
 }

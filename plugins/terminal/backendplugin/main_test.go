@@ -1,7 +1,6 @@
 package backendplugin_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,14 +63,9 @@ func runHost() int {
 
 // newBashBackend is what cmd/dsh-backend-bash serves.
 func newBashBackend(_ context.Context, raw json.RawMessage) (terminal.Backend, error) {
-	cfg := terminalbash.DefaultConfig()
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+	cfg, err := terminalbash.ConfigFromJSON(raw)
+	if err != nil {
+		return nil, err
 	}
 	return terminalbash.NewBackend(cfg, backendplugin.Logger(0))
 }
