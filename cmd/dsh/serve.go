@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/dshdev/dsh/internal/mcpfront"
@@ -93,7 +92,7 @@ stderr, never to stdout.`,
 			}
 			front := mcpfront.New(h, mcpfront.Options{Workdir: wd, Logger: h.Logger(), Version: versionString()})
 			if ln == nil {
-				err = serveStdio(ctx, g, front)
+				err = serveStdio(ctx, g, front, h.Logger())
 			} else {
 				err = serveHTTP(ctx, g, front, ln, idleTimeout, h.Logger())
 			}
@@ -110,18 +109,13 @@ stderr, never to stdout.`,
 
 // serveStdio serves one session on the command's stdin and stdout, until
 // stdin ends or ctx is done.
-func serveStdio(ctx context.Context, g *globals, front *mcpfront.Front) error {
+func serveStdio(ctx context.Context, g *globals, front *mcpfront.Front, logger *slog.Logger) error {
 	in, ok := g.stdin.(io.ReadCloser)
 	if !ok {
 		in = io.NopCloser(g.stdin)
 	}
-	return front.Serve(ctx, &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{g.stdout}})
+	return front.Serve(ctx, &mcpfront.StdioTransport{Reader: in, Writer: g.stdout, Logger: logger})
 }
-
-// nopWriteCloser keeps the session's end from closing stdout.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // serveHTTP serves streamable HTTP on ln until ctx is done.
 func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Listener, idle time.Duration, logger *slog.Logger) error {

@@ -1,0 +1,262 @@
+package mcpfront
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxLineBytes bounds one message on stdio. A longer line is answered with
+// an error and skipped, and the session goes on.
+const MaxLineBytes = 16 << 20
+
+// StdioTransport is MCP's stdio transport (one JSON-RPC message per line)
+// made robust: a line that is not a valid JSON-RPC 2.0 message is answered
+// with the error the specification prescribes (-32700 for what is not
+// JSON, -32600 for what is not a request, a notification or a response,
+// including batches, which MCP does not use, and lines over MaxLineBytes),
+// and the session goes on. The SDK's transport ends the session, and with
+// it the agent's shell, at the first such line. Only the end of input, or
+// a write that fails, ends it here.
+type StdioTransport struct {
+	Reader io.ReadCloser
+	Writer io.Writer
+	// Logger receives one debug record per rejected line; nil discards.
+	Logger *slog.Logger
+}
+
+// Connect implements mcp.Transport.
+func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	log := t.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &lineConn{
+		in:       t.Reader,
+		out:      t.Writer,
+		log:      log,
+		incoming: make(chan jsonrpc.Message),
+		closed:   make(chan struct{}),
+		readDone: make(chan struct{}),
+	}
+	go c.readLoop()
+	return c, nil
+}
+
+// lineConn is one stdio session. A goroutine reads lines, answers the bad
+// ones and hands the good ones to Read; writes share one lock, so an
+// error answer never lands inside a message of the SDK's.
+type lineConn struct {
+	in  io.ReadCloser
+	out io.Writer
+	log *slog.Logger
+
+	writeMu sync.Mutex
+
+	incoming  chan jsonrpc.Message
+	readErr   error // why the read loop ended; set before readDone closes
+	readDone  chan struct{}
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+func (c *lineConn) SessionID() string { return "" }
+
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case msg := <-c.incoming:
+		return msg, nil
+	case <-c.readDone:
+		return nil, c.readErr
+	case <-c.closed:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("mcpfront: encode: %w", err)
+	}
+	return c.writeLine(data)
+}
+
+func (c *lineConn) writeLine(data []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	select {
+	case <-c.closed:
+		return io.ErrClosedPipe
+	default:
+	}
+	if _, err := c.out.Write(append(data, '\n')); err != nil {
+		return fmt.Errorf("mcpfront: write: %w", err)
+	}
+	return nil
+}
+
+// Close ends the session. The read loop ends once its pending read does:
+// stdin cannot be unblocked portably, so it is closed, which ends the read
+// on a pipe.
+func (c *lineConn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.in.Close()
+	})
+	return nil
+}
+
+func (c *lineConn) readLoop() {
+	defer close(c.readDone)
+	r := bufio.NewReaderSize(c.in, 64<<10)
+	for {
+		line, tooLong, err := readLine(r, MaxLineBytes)
+		if len(line) > 0 || tooLong {
+			if msg := c.check(line, tooLong); msg != nil {
+				select {
+				case c.incoming <- msg:
+				case <-c.closed:
+					c.readErr = io.EOF
+					return
+				}
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.EOF
+			}
+			c.readErr = err
+			return
+		}
+	}
+}
+
+// readLine reads one line without its end (\n or \r\n). A line longer than
+// max is consumed to its end and reported as tooLong, without its bytes.
+func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(buf)+len(chunk) > max+2 { // +2: room for the line's end
+				tooLong, buf = true, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if !tooLong {
+			buf = bytes.TrimRight(buf, "\r\n")
+			tooLong = len(buf) > max
+		}
+		if tooLong {
+			return nil, true, err
+		}
+		return bytes.TrimSpace(buf), false, err
+	}
+}
+
+// wireMessage is what a JSON-RPC 2.0 message may hold, for checking.
+type wireMessage struct {
+	JSONRPC *string         `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  *string         `json:"method"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// check returns the message a line holds, or answers the line with an
+// error and returns nil.
+func (c *lineConn) check(line []byte, tooLong bool) jsonrpc.Message {
+	reject := func(id json.RawMessage, code int64, msg string) jsonrpc.Message {
+		c.log.Debug("rejected a stdin line", "code", code, "reason", msg, "bytes", len(line))
+		c.answer(id, code, msg)
+		return nil
+	}
+	switch {
+	case tooLong:
+		return reject(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message longer than %d bytes", MaxLineBytes))
+	case !json.Valid(line):
+		return reject(nil, jsonrpc.CodeParseError, "parse error: not one JSON value")
+	case line[0] == '[':
+		return reject(nil, jsonrpc.CodeInvalidRequest, "invalid request: batches are not supported")
+	case line[0] != '{':
+		return reject(nil, jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC object")
+	}
+	var w wireMessage
+	if err := json.Unmarshal(line, &w); err != nil {
+		return reject(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+	}
+	id := validID(w.ID)
+	switch {
+	case w.ID != nil && id == nil:
+		return reject(nil, jsonrpc.CodeInvalidRequest, "invalid request: id must be a string or a number")
+	case w.JSONRPC == nil || *w.JSONRPC != "2.0":
+		return reject(id, jsonrpc.CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`)
+	case w.Method == nil && w.Result == nil && w.Error == nil:
+		return reject(id, jsonrpc.CodeInvalidRequest, "invalid request: no method, result or error")
+	case w.Method != nil && *w.Method == "":
+		return reject(id, jsonrpc.CodeInvalidRequest, "invalid request: empty method")
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		return reject(id, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
+	}
+	return msg
+}
+
+// validID returns raw if it is an id JSON-RPC allows (a string or a whole
+// number), else nil.
+func validID(raw json.RawMessage) json.RawMessage {
+	if raw == nil {
+		return nil
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	switch v := v.(type) {
+	case string:
+		return raw
+	case json.Number:
+		if _, err := v.Int64(); err == nil {
+			return raw
+		}
+	}
+	return nil
+}
+
+// answer writes an error response for a line that got no further. A write
+// that fails is the reader's problem too: the next read sees it.
+func (c *lineConn) answer(id json.RawMessage, code int64, msg string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	resp, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	}{code, msg}})
+	_ = c.writeLine(resp)
+}
