@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,10 @@ import (
 // loader, with the path resolved against the deployment file's directory.
 func TestExternalEntries(t *testing.T) {
 	dir := t.TempDir()
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name, entry, file string
 		wantPath          string
@@ -19,7 +24,8 @@ func TestExternalEntries(t *testing.T) {
 		{name: "relative to the file", entry: "./bin/backend", file: filepath.Join(dir, "deploy.yaml"), wantPath: filepath.Join(dir, "bin/backend")},
 		{name: "parent directory", entry: "../backend", file: filepath.Join(dir, "d", "deploy.yaml"), wantPath: filepath.Join(dir, "backend")},
 		{name: "absolute", entry: "/opt/backend", file: filepath.Join(dir, "deploy.yaml"), wantPath: "/opt/backend"},
-		{name: "not a file", entry: "./backend", wantPath: "backend"},
+		{name: "not a file", entry: "./backend", wantPath: filepath.Join(cwd, "backend")},
+		{name: "relative file", entry: "./backend", file: "deploy.yaml", wantPath: filepath.Join(cwd, "backend")},
 		{name: "refused", entry: "./refused", file: filepath.Join(dir, "deploy.yaml"), wantErr: "cannot load " + filepath.Join(dir, "refused")},
 	}
 	for _, tt := range tests {

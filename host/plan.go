@@ -156,6 +156,11 @@ func (r *resolver) lookup(e *Entry) (Plugin, error) {
 		}
 		path = filepath.Join(base, path)
 	}
+	// Absolute, so that it is never looked up in $PATH ("./x" joined to
+	// "." is "x") and does not depend on the working directory later.
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
 	p, err := load(e.Name, path)
 	if err != nil {
 		return Plugin{}, r.fail(e, e.Name, errorf(ErrUnknownPlugin, "%v", err))
