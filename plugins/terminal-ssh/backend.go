@@ -1,0 +1,231 @@
+package terminalssh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+)
+
+// Type is the backend type sessions are spawned under.
+const Type = "ssh"
+
+// remoteCommand starts the shell through the remote user's login shell
+// (which is how SSH runs a command): an interactive bash without startup
+// files or line editor, which replaces the login shell so that its exit
+// status is the session's.
+const remoteCommand = "exec bash --noediting --noprofile --norc -i"
+
+// Backend starts remote bash sessions over SSH, one connection each. It
+// remembers its live sessions so that Close can end them.
+type Backend struct {
+	cfg Config
+	log *slog.Logger
+	// afterDial, when set, runs once a spawn's connection is up (tests).
+	afterDial func()
+
+	mu       sync.Mutex
+	sessions map[*session]struct{}
+	shutdown bool
+}
+
+// New returns a backend for cfg, which must be valid. It reads the
+// identity and known_hosts files once, so that a bad one is reported now;
+// every connection reads them again.
+func New(cfg *Config) (*Backend, error) {
+	if cfg == nil {
+		return nil, errors.New("terminal-ssh: nil config")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := loadCredentials(cfg); err != nil {
+		return nil, err
+	}
+	return &Backend{
+		cfg:      *cfg,
+		log:      slog.Default().With("backend", Type, "host", cfg.addr()),
+		sessions: make(map[*session]struct{}),
+	}, nil
+}
+
+// Type is "ssh".
+func (b *Backend) Type() string { return Type }
+
+// errShutdown is returned by Spawn once the backend has been closed.
+var errShutdown = fmt.Errorf("terminal-ssh: backend is shut down: %w", terminal.ErrServiceClosing)
+
+// Spawn connects, starts the remote shell in the configured workdir (or in
+// spec.Cwd, with spawnCwd), and returns once the shell shows its first prompt. If ctx ends
+// first, or anything fails, the connection is closed again before Spawn
+// returns; if that close fails too, the error is a *terminal.CleanupError.
+func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error) {
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	if strings.IndexByte(spec.Cwd, 0) >= 0 {
+		return nil, errors.New("terminal-ssh: the working directory contains a NUL byte")
+	}
+	b.mu.Lock()
+	shutdown := b.shutdown
+	b.mu.Unlock()
+	if shutdown {
+		return nil, errShutdown
+	}
+	cred, err := loadCredentials(&b.cfg)
+	if err != nil {
+		return nil, err
+	}
+	client, err := dial(ctx, &b.cfg, cred)
+	if err != nil {
+		return nil, err
+	}
+	if b.afterDial != nil {
+		b.afterDial()
+	}
+	s, err := b.open(client, spec.SessionID)
+	if err != nil {
+		client.Close()
+		_ = client.Wait()
+		return nil, err
+	}
+	dir := b.cfg.Workdir
+	if b.cfg.SpawnCwd && spec.Cwd != "" {
+		dir = spec.Cwd
+	}
+	if err := s.awaitStartup(ctx, dir); err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeBudget)
+		defer cancel()
+		if cerr := s.Close(cctx, "startup failed"); cerr != nil {
+			return nil, &terminal.CleanupError{StartErr: err, CleanupErr: cerr}
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// closeBudget bounds a close nobody else bounds (a failed startup). Close
+// only waits for local goroutines once the connection is closed.
+const closeBudget = 10 * time.Second
+
+// open starts the remote shell on a PTY of the new connection, and the
+// session's goroutines.
+func (b *Backend) open(client *ssh.Client, id string) (*session, error) {
+	addr := b.cfg.addr()
+	remote, err := client.NewSession()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: open a session: %v", ErrRemoteShell, addr, err)
+	}
+	// No agent or X11 forwarding is requested and no environment variable
+	// is sent: nothing of this host reaches the remote side. The terminal
+	// does not echo (typed lines are the protocol's, not output) and turns
+	// ^C and ^Z into signals.
+	modes := ssh.TerminalModes{
+		ssh.ECHO:          0,
+		ssh.ICANON:        1,
+		ssh.ISIG:          1,
+		ssh.IUTF8:         1,
+		ssh.TTY_OP_ISPEED: 38400,
+		ssh.TTY_OP_OSPEED: 38400,
+	}
+	if err := remote.RequestPty("dumb", termRows, termCols, modes); err != nil {
+		remote.Close()
+		return nil, fmt.Errorf("%w: %s: request a terminal: %v", ErrRemoteShell, addr, err)
+	}
+	stdin, err := remote.StdinPipe()
+	if err != nil {
+		remote.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrRemoteShell, addr, err)
+	}
+	stdout, err := remote.StdoutPipe()
+	if err != nil {
+		remote.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrRemoteShell, addr, err)
+	}
+	if err := remote.Start(remoteCommand); err != nil {
+		remote.Close()
+		return nil, fmt.Errorf("%w: %s: start bash: %v", ErrRemoteShell, addr, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.shutdown {
+		remote.Close()
+		return nil, errShutdown
+	}
+	cfg := settings{
+		addr:      addr,
+		idle:      ms(b.cfg.IdleSilenceMs),
+		timeout:   ms(b.cfg.TimeoutMs),
+		keepalive: time.Duration(b.cfg.KeepaliveSeconds) * time.Second,
+	}
+	s := newSession(id, cfg, b.log.With("session", id), client, remote, stdin, stdout)
+	s.forget = b.forget
+	b.sessions[s] = struct{}{}
+	s.start()
+	return s, nil
+}
+
+func (b *Backend) forget(s *session) {
+	b.mu.Lock()
+	delete(b.sessions, s)
+	b.mu.Unlock()
+}
+
+// awaitStartup types the plumbing and waits for the shell's first prompt.
+func (s *session) awaitStartup(ctx context.Context, dir string) error {
+	s.mu.Lock()
+	sn := newSend(s, false, time.Now().Add(s.cfg.timeout))
+	sn.startup = true
+	s.slot, s.live = sn, sn
+	// The startup job holds no slot: the first prompt proves it written.
+	s.enqueueLocked(&writeJob{data: appendStartup(nil, s.token, dir)})
+	s.kickClock()
+	s.mu.Unlock()
+
+	select {
+	case <-sn.done:
+	case <-ctx.Done():
+		return fmt.Errorf("terminal-ssh: %s: starting the shell: %w", s.cfg.addr, context.Cause(ctx))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res := sn.result
+	tail := strings.TrimSpace(s.startTail.take() + s.lines.Partial())
+	switch {
+	case res.Reason == terminal.WaitStdinRead:
+		return nil
+	case res.Reason == terminal.WaitTimeout:
+		return fmt.Errorf("%w: %s: no prompt within %v; the terminal showed: %q", ErrRemoteShell, s.cfg.addr, s.cfg.timeout, tail)
+	case res.Status.ExitCode == exitBadWorkdir:
+		return fmt.Errorf("%w: %s: cannot enter the working directory %q: %q", ErrRemoteShell, s.cfg.addr, dir, tail)
+	}
+	return fmt.Errorf("%w: %s: the shell ended during startup (%s); the terminal showed: %q", ErrRemoteShell, s.cfg.addr, res.Status, tail)
+}
+
+// Close closes every live session of the backend, and makes later spawns
+// fail. It reports the sessions that did not close within ctx.
+func (b *Backend) Close(ctx context.Context) error {
+	b.mu.Lock()
+	b.shutdown = true
+	sessions := make([]*session, 0, len(b.sessions))
+	for s := range b.sessions {
+		sessions = append(sessions, s)
+	}
+	b.mu.Unlock()
+	var errs []error
+	for _, s := range sessions {
+		if err := s.Close(ctx, "backend closed"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var _ terminal.Backend = (*Backend)(nil)

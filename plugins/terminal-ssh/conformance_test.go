@@ -1,0 +1,32 @@
+package terminalssh
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
+)
+
+// TestConformance runs the terminals contract against sessions on the
+// shared server. `read line` blocks the shell itself reading the terminal:
+// over SSH that is only ever inferred (silence), and ^C reaches it at any
+// moment, so the interrupt checks are exact. The silence bound is short
+// enough for the stdin-wait check and far above the time a quick command
+// takes.
+func TestConformance(t *testing.T) {
+	terminaltest.CheckGoroutines(t)
+	terminaltest.TestBackend(t, func(t *testing.T) terminal.Backend {
+		cfg := testConfig()
+		cfg.IdleSilenceMs = 2000
+		return newBackend(t, cfg)
+	}, terminaltest.Options{
+		EchoCommand:     func(text string) string { return "printf '%s\\n' " + strconv.Quote(text) },
+		ReadCommand:     "read line",
+		ProvesStdinWait: false,
+		ExitCommand:     "exit 3",
+		StatusCommand:   func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },
+		Timeout:         2 * time.Minute,
+	})
+}

@@ -1,0 +1,141 @@
+package terminalssh
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+)
+
+// command is the command of one Exec, from the moment its line is queued
+// until a send has reported how it ended. Guarded by s.mu.
+type command struct {
+	nonce string
+	res   terminal.ExecResult
+	// written: the whole line has gone to the terminal.
+	written bool
+	// begun: the shell took the line (its begin marker).
+	begun bool
+	// ended: the line ran to its end (its end marker); the status is in res.
+	ended bool
+	// over: the shell is back at its prompt after the command.
+	over bool
+	// flushed: an interrupt was typed before the shell took the line, which
+	// it discards; the next prompt means the line is gone.
+	flushed bool
+	// deferred is the signal character to type once the shell takes the
+	// line, for an interrupt that came while the line waited; 0 for none.
+	deferred byte
+	// partial is the line the command left unfinished, broken off at its
+	// end so that what comes next starts on a line of its own.
+	partial string
+	// notices is what the shell printed between the command's end and its
+	// prompt: its job notices.
+	notices outBuf
+	// typed is the text typed for the command; pre holds what the terminal
+	// showed after it was typed and before the shell took it, unrendered,
+	// until the begin marker (or a prompt, or the end) releases it with the
+	// echo of typed removed. preDone: released.
+	typed   []byte
+	pre     []byte
+	preDone bool
+}
+
+// maxPreBytes bounds what is held back before a command's begin marker,
+// beyond the echo of its own text.
+const maxPreBytes = 64 << 10
+
+// Exec runs a command through the shell protocol. See terminal.Executor.
+func (s *session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.Send, error) {
+	switch {
+	case req.Command == "":
+		return nil, fmt.Errorf("terminal-ssh: session %s: exec: empty command", s.id)
+	case strings.IndexByte(req.Command, 0) >= 0:
+		return nil, fmt.Errorf("terminal-ssh: session %s: exec: the command contains a NUL byte", s.id)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("terminal-ssh: session %s: exec not started: %w", s.id, context.Cause(ctx))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.startableLocked(); err != nil {
+		return nil, err
+	}
+	if !s.idle || s.cur != nil {
+		return nil, fmt.Errorf("terminal-ssh: session %s: %w", s.id, terminal.ErrShellBusy)
+	}
+	now := time.Now()
+	sn := newSend(s, req.Stream, now.Add(s.timeout(req.Timeout)))
+	c := &command{
+		nonce:   newNonce(),
+		res:     terminal.ExecResult{State: terminal.ExecPending, ExitCode: -1},
+		notices: outBuf{limit: maxReadBytes},
+	}
+	c.res.Background = s.unclaimed.take() + s.breakLineLocked()
+	c.res.BackgroundTruncated = s.unclaimed.dropped
+	s.unclaimed.dropped = false
+	sn.cmd, sn.exec = c, true
+	s.cur, s.slot, s.live, s.idle = c, sn, sn, false
+	s.lastOutput = now
+	c.typed = appendCommandLines(nil, req.Command, c.nonce, s.echoing)
+	s.echoing = false
+	s.enqueueLocked(&writeJob{sn: sn, cmd: c, data: c.typed})
+	s.watchLocked(ctx, sn)
+	s.kickClock()
+	return sn, nil
+}
+
+// execResultLocked is how sn reports its command, or nil outside an Exec.
+// A command that is over is reported once, and the shell is ready for the
+// next.
+func (s *session) execResultLocked(sn *send) *terminal.ExecResult {
+	c := sn.cmd
+	if c == nil {
+		return nil
+	}
+	res := c.res
+	if !sn.exec {
+		res.Background, res.BackgroundTruncated = "", false
+	}
+	if c.over && s.cur == c {
+		s.cur = nil
+		// The caller has the unfinished line in the viewport; the next
+		// command's output starts on a line of its own.
+		s.breakLineLocked()
+	}
+	return &res
+}
+
+// breakLineLocked ends the line the terminal is writing, if any: it goes to
+// the scrollback as a line of its own and is returned with its newline.
+func (s *session) breakLineLocked() string {
+	line := s.lines.Break(nil)
+	if len(line) == 0 {
+		return ""
+	}
+	if s.ready {
+		s.scroll.Append(line)
+		s.partialStale = true
+	}
+	return string(line)
+}
+
+var _ terminal.Executor = (*session)(nil)
+
+// releasePreLocked renders what the terminal showed before the shell took
+// c's line, without the echo of that line.
+func (s *session) releasePreLocked(c *command) {
+	if c.preDone {
+		return
+	}
+	c.preDone = true
+	pre, echoed := stripEcho(c.pre, c.typed)
+	c.pre = nil
+	if echoed {
+		s.echoing = true
+	}
+	if len(pre) > 0 {
+		s.renderRawLocked(pre)
+	}
+}

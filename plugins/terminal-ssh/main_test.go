@@ -1,0 +1,143 @@
+package terminalssh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+)
+
+// shared is the OpenSSH server most tests connect to.
+var shared *testServer
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "terminal-ssh-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	shared, err = startServer(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	shared.stop()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines left after the tests:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// waitLong bounds every wait in these tests. It is generous: it only turns
+// a hang into a clear failure and never decides a result.
+const waitLong = 30 * time.Second
+
+// testConfig is the shared server's config with the silence bound out of
+// reach, so only markers settle a send quickly.
+func testConfig() *Config {
+	cfg := shared.config()
+	cfg.IdleSilenceMs = 600000
+	cfg.TimeoutMs = 60000
+	return cfg
+}
+
+func newBackend(t testing.TB, cfg *Config) *Backend {
+	t.Helper()
+	if cfg == nil {
+		cfg = testConfig()
+	}
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if err := b.Close(ctx); err != nil {
+			t.Errorf("backend close: %v", err)
+		}
+	})
+	return b
+}
+
+// spawn starts a session that the test closes at its end.
+func spawn(t testing.TB, b *Backend, cwd string) *session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	ts, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-test", OwnerID: "owner-test", Cwd: cwd})
+	if err != nil {
+		t.Fatalf("spawn: %v", err)
+	}
+	s := ts.(*session)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if err := s.Close(ctx, "test over"); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return s
+}
+
+// drain reads a send's output to io.EOF, then its result.
+func drain(t testing.TB, ctx context.Context, send terminal.Send) (string, terminal.SendResult) {
+	t.Helper()
+	var out strings.Builder
+	for {
+		chunk, err := send.Output(ctx)
+		out.WriteString(chunk)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("output: %v", err)
+		}
+	}
+	res, err := send.Wait(ctx)
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	return out.String(), res
+}
+
+// run execs command, streaming, and returns its output (with the line
+// still being written last) and how its send settled.
+func run(t testing.TB, s *session, command string) (string, terminal.SendResult) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	send, err := s.Exec(ctx, terminal.ExecRequest{Command: command, Stream: true})
+	if err != nil {
+		t.Fatalf("exec %q: %v", command, err)
+	}
+	out, res := drain(t, ctx, send)
+	if res.Exec == nil {
+		t.Fatalf("exec %q settled without an ExecResult: %+v", command, res)
+	}
+	return out + res.Viewport[strings.LastIndexByte(res.Viewport, '\n')+1:], res
+}
+
+// mustComplete runs command and checks that it completed with status code.
+func mustComplete(t testing.TB, s *session, command string, code int) string {
+	t.Helper()
+	out, res := run(t, s, command)
+	if res.Reason != terminal.WaitStdinRead || !res.Prompt || res.Exec.State != terminal.ExecCompleted || res.Exec.ExitCode != code {
+		t.Fatalf("exec %q settled %s (prompt %v) with %+v, want completed with status %d; output:\n%s", command, res.Reason, res.Prompt, *res.Exec, code, out)
+	}
+	return out
+}

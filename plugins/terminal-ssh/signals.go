@@ -1,0 +1,76 @@
+package terminalssh
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+)
+
+// The terminal characters that make the remote line discipline signal the
+// foreground process group, as a keyboard does (the PTY is requested with
+// ISIG and these defaults).
+const (
+	ctrlC = 0x03 // VINTR: SIGINT
+	ctrlZ = 0x1a // VSUSP: SIGTSTP
+)
+
+// signalChars maps the signals a terminal character can deliver.
+var signalChars = map[terminal.Signal]byte{
+	terminal.SIGINT:  ctrlC,
+	terminal.SIGTSTP: ctrlZ,
+}
+
+// Signal delivers SIGINT or SIGTSTP to the remote terminal's foreground
+// group by typing its character. Nothing over SSH reaches that group
+// otherwise: SIGTERM and SIGHUP have no character and are unsupported, and
+// SIGKILL is always refused, since whether the shell itself is in the
+// foreground cannot be told from here (Close ends the session instead).
+// While the shell is idle at its prompt there is nothing to signal, and
+// nothing is typed.
+func (s *session) Signal(ctx context.Context, sig terminal.Signal) (terminal.SignalResult, error) {
+	char, ok := signalChars[sig]
+	switch {
+	case sig == terminal.SIGKILL:
+		return terminal.SignalResult{}, fmt.Errorf("terminal-ssh: session %s: %w (over SSH the foreground cannot be told apart from the shell)", s.id, terminal.ErrRefuseKillShell)
+	case !ok && (sig == terminal.SIGTERM || sig == terminal.SIGHUP):
+		return terminal.SignalResult{}, fmt.Errorf("terminal-ssh: session %s: %w: %s has no terminal character, and over SSH the foreground process group cannot be reached otherwise", s.id, terminal.ErrUnsupportedSignal, sig)
+	case !ok:
+		return terminal.SignalResult{}, fmt.Errorf("terminal-ssh: session %s: %w: %q", s.id, terminal.ErrUnsupportedSignal, sig)
+	case ctx.Err() != nil:
+		return terminal.SignalResult{}, fmt.Errorf("terminal-ssh: session %s: signal: %w", s.id, context.Cause(ctx))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usableLocked(); err != nil {
+		return terminal.SignalResult{}, err
+	}
+	if !s.idle {
+		s.interruptLocked(char)
+	}
+	return terminal.SignalResult{}, nil
+}
+
+// interruptLocked types a signal character, after abandoning text not yet
+// written: an interrupted send's text must not run afterwards. The
+// character also discards what the terminal holds unread, as the line
+// discipline does for every signal character.
+//
+// A command whose line has been typed whole but not yet taken by the shell
+// is interrupted once the shell takes it (its begin marker): the character
+// must reach the command, not the shell about to read it, whose line it
+// would discard. A command whose line was cut short is over as soon as the
+// shell is back at its prompt.
+func (s *session) interruptLocked(char byte) {
+	cut := s.abandonWritesLocked()
+	c := s.cur
+	if c != nil && !c.begun && !c.over {
+		if c.written && !cut {
+			c.deferred = char
+			return
+		}
+		c.flushed = true
+	}
+	s.idle = false
+	s.enqueueLocked(&writeJob{data: []byte{char}})
+}
