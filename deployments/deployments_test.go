@@ -33,14 +33,14 @@ func TestDefaultLoads(t *testing.T) {
 	}
 }
 
-// buildBackend builds cmd/dsh-backend-bash into bin/ of a fresh directory
-// and returns the directory.
-func buildBackend(t *testing.T) string {
+// buildBackends builds the backend executables of cmd/ into bin/ of a
+// fresh directory and returns the directory.
+func buildBackends(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "dsh-backend-bash"), "../cmd/dsh-backend-bash")
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bin")+"/", "../cmd/dsh-backend-bash", "../cmd/dsh-backend-ssh")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build dsh-backend-bash: %v\n%s", err, out)
+		t.Fatalf("build the backends: %v\n%s", err, out)
 	}
 	return dir
 }
@@ -50,7 +50,7 @@ var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
 // TestReadmeExamplesLoad keeps the READMEs honest: every YAML example in
 // them is a deployment that loads. An example that names a backend
 // executable under ./bin/ loads from a directory where that executable has
-// been built.
+// been built (one that needs a server elsewhere only resolves).
 func TestReadmeExamplesLoad(t *testing.T) {
 	binDir := ""
 	for _, readme := range []string{"../README.md", "../README.zh.md"} {
@@ -67,11 +67,19 @@ func TestReadmeExamplesLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if bytes.Contains(b[1], []byte("./bin/dsh-backend-bash")) {
+			if bytes.Contains(b[1], []byte("./bin/dsh-backend-")) {
 				if binDir == "" {
-					binDir = buildBackend(t)
+					binDir = buildBackends(t)
 				}
 				d.File = filepath.Join(binDir, "deploy.yaml")
+			}
+			if bytes.Contains(b[1], []byte("./bin/dsh-backend-ssh")) {
+				// Its example server is not there to connect to: check
+				// that the deployment resolves, with the plugin in place.
+				if _, err := host.Resolve(d, nil); err != nil {
+					t.Fatal(err)
+				}
+				continue
 			}
 			h, err := host.Load(context.Background(), d)
 			if err != nil {
@@ -112,5 +120,22 @@ func TestReadmesInStep(t *testing.T) {
 	}
 	if strings.Join(enCode, " ") != strings.Join(zhCode, " ") {
 		t.Errorf("code blocks differ:\n en %v\n zh %v", enCode, zhCode)
+	}
+}
+
+// TestSSHExampleResolves: deployments/ssh.yaml names its plugin as built
+// next to the repository's deployments/ directory, and resolves.
+func TestSSHExampleResolves(t *testing.T) {
+	d, err := host.ReadDeployment("ssh.yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.File = filepath.Join(buildBackends(t), "deployments", "ssh.yaml")
+	plan, err := host.Resolve(d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(plan.Steps); n != 3 {
+		t.Errorf("ssh.yaml has %d entries, want 3", n)
 	}
 }
