@@ -2,8 +2,12 @@ package mcpfront
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +34,12 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 		Logger:         f.logger.With("component", "mcp-http"),
 	})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every check comes before any effect: the SDK checks the Host
+		// itself, but only after the DELETE below has closed the owner.
+		if err := checkRequest(r); err != nil {
+			http.Error(w, err.Error(), http.StatusForbidden)
+			return
+		}
 		switch r.Method {
 		case http.MethodPost:
 			defer f.requests.begin(r)()
@@ -43,6 +53,39 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 		sdk.ServeHTTP(w, r)
 	})
 	return http.NewCrossOriginProtection().Handler(h)
+}
+
+// checkRequest refuses what a web page could send a local server: a Host
+// that is not loopback on a loopback listener (DNS rebinding), and an
+// Origin other than the server's own on any method, GET included (the
+// cross-origin protection around the handler lets safe methods through).
+func checkRequest(r *http.Request) error {
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil {
+		if loopbackHost(local.String()) && !loopbackHost(r.Host) {
+			return fmt.Errorf("forbidden: invalid Host header %q", r.Host)
+		}
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || !strings.EqualFold(u.Host, r.Host) {
+			return fmt.Errorf("forbidden: cross-origin request from %q", origin)
+		}
+	}
+	return nil
+}
+
+// loopbackHost reports whether host[:port] names this machine's loopback.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // sessionIDHeader is the streamable HTTP transport's session header.

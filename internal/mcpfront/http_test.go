@@ -291,3 +291,53 @@ func TestHTTPRejectsCrossOriginAndForeignHosts(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPChecksComeFirst: a request a web page could forge has no effect
+// at all. A DELETE with a rebinding Host used to close the session before
+// the SDK refused it; a GET from a foreign origin used to be served.
+func TestHTTPChecksComeFirst(t *testing.T) {
+	r := newRig(t)
+	srv := r.serveHTTP(t, HTTPOptions{})
+	cs := srv.connect(t, "")
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "whoami"}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, method, host, origin string
+	}{
+		{"DELETE with a rebinding Host", http.MethodDelete, "evil.example:80", ""},
+		{"DELETE from a foreign origin", http.MethodDelete, "", "http://evil.example"},
+		{"GET from a foreign origin", http.MethodGet, "", "http://evil.example"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), tt.method, srv.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Accept", "text/event-stream")
+			req.Header.Set("Mcp-Session-Id", cs.ID())
+			req.Header.Set("Mcp-Protocol-Version", cs.InitializeResult().ProtocolVersion)
+			if tt.host != "" {
+				req.Host = tt.host
+			}
+			if tt.origin != "" {
+				req.Header.Set("Origin", tt.origin)
+			}
+			resp, err := srv.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("got %s, want 403", resp.Status)
+			}
+		})
+	}
+	if n := ownerCount(r.f); n != 1 {
+		t.Errorf("%d owners after the refused requests, want the session's one", n)
+	}
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "whoami"}); err != nil {
+		t.Errorf("the session after the refused requests: %v", err)
+	}
+}
