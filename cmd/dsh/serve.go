@@ -72,12 +72,10 @@ stderr, never to stdout.`,
 				}
 				defer ln.Close()
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			// The first signal starts a clean shutdown; from then on the
-			// default action is back, so a second Ctrl-C ends dsh at once
-			// (what it leaves, the next dsh's cgroup sweep reaps).
-			context.AfterFunc(ctx, stop)
+			ctx, cancelServe := context.WithCancel(cmd.Context())
+			defer cancelServe()
+			hurry := onSignals(cancelServe)
+			defer hurry.stop()
 			// A client that dies closes dsh's stdout and stderr with it. A
 			// later write there (a response, a log line) must fail with
 			// EPIPE, not kill dsh with SIGPIPE before its shells are closed.
@@ -98,6 +96,7 @@ stderr, never to stdout.`,
 			}
 			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 			defer cancel()
+			hurry.then(cancel)
 			return errors.Join(err, front.Close(closeCtx), h.Close(closeCtx))
 		},
 	}
@@ -105,6 +104,67 @@ stderr, never to stdout.`,
 	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP at /mcp on this host:port instead of stdio")
 	cmd.Flags().DurationVar(&idleTimeout, "idle-timeout", time.Hour, "with --http: close a session and its shell after this long without a request (0: never)")
 	return cmd
+}
+
+// shutdownSignals turns SIGINT and SIGTERM into a shutdown that always
+// kills what the shells started. The first signal ends serving, and the
+// clean shutdown begins. A later one (an agent client that shares dsh's
+// process group passes on a person's Ctrl-C and then signals dsh itself)
+// cuts the host's close short: what it still waits for gives up, and each
+// backend kills what it still has, outright. A session already closing
+// finishes its TERM-then-KILL sweep, which disposeGraceMs bounds. The
+// default action, which would end dsh with its shells' processes alive,
+// never comes back.
+type shutdownSignals struct {
+	sigs  chan os.Signal
+	done  chan struct{}
+	mu    sync.Mutex
+	again bool   // a second signal came
+	hurry func() // what to do on it
+}
+
+func onSignals(first func()) *shutdownSignals {
+	s := &shutdownSignals{sigs: make(chan os.Signal, 4), done: make(chan struct{})}
+	signal.Notify(s.sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-s.sigs:
+			first()
+		case <-s.done:
+			return
+		}
+		for {
+			select {
+			case <-s.sigs:
+				s.mu.Lock()
+				s.again = true
+				hurry := s.hurry
+				s.mu.Unlock()
+				if hurry != nil {
+					hurry()
+				}
+			case <-s.done:
+				return
+			}
+		}
+	}()
+	return s
+}
+
+// then sets what a second signal does, at once if one came already.
+func (s *shutdownSignals) then(hurry func()) {
+	s.mu.Lock()
+	s.hurry = hurry
+	again := s.again
+	s.mu.Unlock()
+	if again {
+		hurry()
+	}
+}
+
+func (s *shutdownSignals) stop() {
+	signal.Stop(s.sigs)
+	close(s.done)
 }
 
 // serveStdio serves one session on the command's stdin and stdout, until
