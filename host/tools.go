@@ -60,7 +60,7 @@ type ToolInfo struct {
 // the decoded value.
 func NewTool[A any](name, description string, run func(ctx context.Context, owner *Owner, args A) (string, error)) (Tool, error) {
 	var zero A
-	raw, err := schema.Reflect(&zero, nil)
+	raw, err := schema.ReflectInput(&zero)
 	if err != nil {
 		return Tool{}, fmt.Errorf("tool %q: %w", name, err)
 	}
@@ -158,8 +158,15 @@ func (t *Tools) Call(ctx context.Context, owner *Owner, name string, args json.R
 	if err != nil {
 		return errorResult(errorf(ErrInvalidArguments, "invalid arguments: %v", err))
 	}
+	ignored := rt.schema.unknownKeys(v)
 	if err := rt.schema.validate(v, ""); err != nil {
+		if len(ignored) > 0 { // a misspelt key explains a missing one
+			err = fmt.Errorf("%w (ignored unknown %s)", err, quotedList("property", "properties", ignored))
+		}
 		return errorResult(errorf(ErrInvalidArguments, "invalid arguments: %v", err))
+	}
+	if len(ignored) > 0 {
+		t.logger.Debug("ignored unknown argument keys", "tool", name, "keys", ignored)
 	}
 	text, err := t.run(ctx, rt, Call{Owner: owner, Args: args})
 	if err != nil {

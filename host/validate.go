@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -122,7 +123,9 @@ func (s *argSchema) validate(v any, path string) error {
 		for _, k := range keys {
 			sub, ok := s.Properties[k]
 			if !ok {
-				if s.AdditionalProperties != nil && !*s.AdditionalProperties {
+				// The arguments' own keys are open (see unknownKeys);
+				// nested objects keep what their schema says.
+				if path != "" && s.AdditionalProperties != nil && !*s.AdditionalProperties {
 					return fmt.Errorf("unknown property %q", joinArg(path, k))
 				}
 				continue
@@ -265,4 +268,35 @@ func decodeArgs(raw json.RawMessage) (any, error) {
 		return nil, fmt.Errorf("arguments are not valid JSON: trailing data")
 	}
 	return v, nil
+}
+
+// unknownKeys lists, sorted, the top-level keys of the arguments v that the
+// schema does not define. A tool ignores them: clients add keys of their
+// own to every tool (Gemini CLI's wait_for_previous), and rejecting them
+// would fail every call.
+func (s *argSchema) unknownKeys(v any) []string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for k := range m {
+		if _, defined := s.Properties[k]; !defined {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// quotedList is "property \"a\"" or "properties \"a\", \"b\"".
+func quotedList(one, many string, items []string) string {
+	q := make([]string, len(items))
+	for i, it := range items {
+		q[i] = strconv.Quote(it)
+	}
+	if len(q) == 1 {
+		return one + " " + q[0]
+	}
+	return many + " " + strings.Join(q, ", ")
 }

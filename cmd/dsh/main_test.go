@@ -146,7 +146,7 @@ func TestCheckAndCallWithPlugin(t *testing.T) {
 		t.Fatalf("call: exit %d stdout %q stderr %q", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "call", "-d", path, "greet", `{"nme":"bob"}`)
-	if code != 2 || out != "invalid arguments: unknown property \"nme\"\n" {
+	if code != 2 || out != "invalid arguments: missing required property \"name\" (ignored unknown property \"nme\")\n" {
 		t.Fatalf("bad arguments: exit %d stdout %q", code, out)
 	}
 }

@@ -296,7 +296,8 @@ func TestCallResults(t *testing.T) {
 		{"tool panic", "boom", nil, `tool "boom" failed: internal error (panic: tool bug)`, true},
 		{"missing argument", "echo", nil, `invalid arguments: missing required property "text"`, true},
 		{"empty argument", "echo", map[string]any{"text": ""}, `invalid arguments: "text" must be at least 1 characters long`, true},
-		{"unknown argument", "echo", map[string]any{"text": "a", "txet": "b"}, `invalid arguments: unknown property "txet"`, true},
+		{"unknown argument is ignored", "echo", map[string]any{"text": "a", "wait_for_previous": true}, "a", false},
+		{"misspelt argument is named", "echo", map[string]any{"txet": "b"}, `invalid arguments: missing required property "text" (ignored unknown property "txet")`, true},
 		{"wrong type", "echo", map[string]any{"text": 5}, `invalid arguments: "text" must be a string, got number 5`, true},
 	}
 	for _, v := range versions {

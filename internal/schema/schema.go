@@ -14,6 +14,18 @@ import (
 // comments; when defaults is non-nil (a value of the same type holding the
 // defaults), every non-zero field contributes its value as "default".
 func Reflect(v any, defaults any) (json.RawMessage, error) {
+	return reflectSchema(v, defaults, false)
+}
+
+// ReflectInput is Reflect for a tool's inputSchema: the same, except that
+// the root object does not forbid other properties. Clients add keys of
+// their own to every tool's arguments (Gemini CLI's wait_for_previous), and
+// the host ignores keys a tool does not define; the schema says so.
+func ReflectInput(v any) (json.RawMessage, error) {
+	return reflectSchema(v, nil, true)
+}
+
+func reflectSchema(v any, defaults any, openRoot bool) (json.RawMessage, error) {
 	r := &jsonschema.Reflector{
 		ExpandedStruct: true,
 		DoNotReference: true,
@@ -30,6 +42,9 @@ func Reflect(v any, defaults any) (json.RawMessage, error) {
 	}
 	if defaults != nil {
 		addDefaults(s, reflect.ValueOf(defaults))
+	}
+	if openRoot {
+		s.AdditionalProperties = nil
 	}
 	out, err := json.Marshal(s)
 	if err != nil {

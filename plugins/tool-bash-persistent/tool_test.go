@@ -25,7 +25,7 @@ func TestSchemaAndDescription(t *testing.T) {
 	if len(tools) != 1 || tools[0].Name != "bash" || tools[0].Description != bashtool.DefaultDescription {
 		t.Fatalf("tools %+v", tools)
 	}
-	want := `{"additionalProperties":false,"properties":{"command":{"description":"The bash command to run. Relative path is preferred in the command.","type":"string"}},"required":["command"],"type":"object"}`
+	want := `{"properties":{"command":{"description":"The bash command to run. Relative path is preferred in the command.","type":"string"}},"required":["command"],"type":"object"}`
 	var v any
 	if err := json.Unmarshal(tools[0].InputSchema, &v); err != nil {
 		t.Fatal(err)
