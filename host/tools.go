@@ -27,8 +27,9 @@ type Tool struct {
 	// keywords internal/schema reflects. NewTool fills it from a struct.
 	InputSchema json.RawMessage
 	// Run executes one call. Arguments have been validated against
-	// InputSchema. The returned text is the result; an error becomes an
-	// error result whose text is the error's message.
+	// InputSchema, except that top-level keys it does not define are
+	// ignored (and left in Call.Args). The returned text is the result; an
+	// error becomes an error result whose text is the error's message.
 	Run func(ctx context.Context, call Call) (string, error)
 }
 
