@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -153,5 +156,45 @@ func TestE2EStdioSurvivesBadInput(t *testing.T) {
 	r.send("") // blank lines are nothing at all
 	if got := r.call(2, `echo "$KEEP"`); !strings.HasPrefix(got, "kept") {
 		t.Errorf("after the bad lines the shell says %q, want its state intact", got)
+	}
+}
+
+// TestE2EStdioCancelledRequestGetsNoResponse: once the client cancels a
+// request, dsh sends nothing for it (a client may take a late answer for
+// an unknown id and drop the connection). The calls of one owner run one
+// at a time, so the next call's answer comes after whatever the cancelled
+// one would have sent.
+func TestE2EStdioCancelledRequestGetsNoResponse(t *testing.T) {
+	r := startRawStdio(t)
+	r.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`)
+	if rep := r.recv(); rep.Error != nil {
+		t.Fatalf("initialize: %+v", rep.Error)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	started := filepath.Join(t.TempDir(), "started")
+	if err := syscall.Mkfifo(started, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(map[string]any{"name": "bash", "arguments": map[string]string{"command": "echo > " + started + "; sleep 100"}})
+	r.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":` + string(args) + `}`)
+	f, err := os.Open(started) // the command runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"the user pressed Esc"}}`)
+	args, _ = json.Marshal(map[string]any{"name": "bash", "arguments": map[string]string{"command": "echo after"}})
+	r.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + string(args) + `}`)
+	for {
+		rep := r.recv()
+		if string(rep.ID) == `"slow"` {
+			t.Fatalf("the cancelled request was answered: %s", rep.Result)
+		}
+		if string(rep.ID) == "7" {
+			if rep.Error != nil || !strings.Contains(string(rep.Result), "after") {
+				t.Fatalf("the next call: %+v %s", rep.Error, rep.Result)
+			}
+			return
+		}
 	}
 }

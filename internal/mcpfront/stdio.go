@@ -26,7 +26,9 @@ const MaxLineBytes = 16 << 20
 // including batches, which MCP does not use, and lines over MaxLineBytes),
 // and the session goes on. The SDK's transport ends the session, and with
 // it the agent's shell, at the first such line. Only the end of input, or
-// a write that fails, ends it here.
+// a write that fails, ends it here. A request the client has cancelled
+// (notifications/cancelled) gets no response at all, as the specification
+// asks.
 type StdioTransport struct {
 	Reader io.ReadCloser
 	Writer io.Writer
@@ -45,6 +47,7 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 		out:      t.Writer,
 		log:      log,
 		incoming: make(chan jsonrpc.Message),
+		pending:  make(map[string]bool),
 		closed:   make(chan struct{}),
 		readDone: make(chan struct{}),
 	}
@@ -61,6 +64,13 @@ type lineConn struct {
 	log *slog.Logger
 
 	writeMu sync.Mutex
+
+	// Requests from the client not answered yet, by id, and whether the
+	// client has cancelled them: the answer to a cancelled request is
+	// dropped (a client that gets one may treat it as an unknown id and
+	// drop the connection). Bounded by the requests in flight.
+	pendingMu sync.Mutex
+	pending   map[string]bool
 
 	incoming  chan jsonrpc.Message
 	readErr   error // why the read loop ended; set before readDone closes
@@ -85,6 +95,17 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+		key := idKey(resp.ID)
+		c.pendingMu.Lock()
+		cancelled := c.pending[key]
+		delete(c.pending, key)
+		c.pendingMu.Unlock()
+		if cancelled {
+			c.log.Debug("dropped the response to a cancelled request", "id", resp.ID.Raw())
+			return nil
+		}
+	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("mcpfront: encode: %w", err)
@@ -215,7 +236,44 @@ func (c *lineConn) check(line []byte, tooLong bool) jsonrpc.Message {
 	if err != nil {
 		return reject(id, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 	}
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		c.track(req)
+	}
 	return msg
+}
+
+// track notes a request that will be answered, and a cancellation of one.
+func (c *lineConn) track(req *jsonrpc.Request) {
+	if req.ID.IsValid() {
+		c.pendingMu.Lock()
+		c.pending[idKey(req.ID)] = false
+		c.pendingMu.Unlock()
+		return
+	}
+	if req.Method != "notifications/cancelled" {
+		return
+	}
+	var params struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(req.Params, &params) != nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(params.RequestID)
+	if err != nil || !id.IsValid() {
+		return
+	}
+	key := idKey(id)
+	c.pendingMu.Lock()
+	if _, inFlight := c.pending[key]; inFlight {
+		c.pending[key] = true
+	}
+	c.pendingMu.Unlock()
+}
+
+// idKey makes a map key of a request id: 1 and "1" are different ids.
+func idKey(id jsonrpc.ID) string {
+	return fmt.Sprintf("%T:%v", id.Raw(), id.Raw())
 }
 
 // validID returns raw if it is an id JSON-RPC allows (a string or a whole

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 func TestReadLine(t *testing.T) {
@@ -31,6 +33,33 @@ func TestValidID(t *testing.T) {
 	for raw, ok := range map[string]bool{`1`: true, `"a"`: true, `-7`: true, `1.5`: false, `{}`: false, `[1]`: false, `true`: false, `null`: false} {
 		if got := validID(json.RawMessage(raw)) != nil; got != ok {
 			t.Errorf("validID(%s) = %v, want %v", raw, got, ok)
+		}
+	}
+}
+
+// TestIDKey: a cancellation names its request by an id decoded as any JSON
+// value; it must match the id the request came with, and only that one.
+func TestIDKey(t *testing.T) {
+	for _, tt := range []struct {
+		wire   string
+		cancel any
+		same   bool
+	}{
+		{`5`, float64(5), true},
+		{`"5"`, "5", true},
+		{`5`, "5", false},
+		{`"a"`, "b", false},
+	} {
+		msg, err := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","id":` + tt.wire + `,"method":"ping"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := jsonrpc.MakeID(tt.cancel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := idKey(msg.(*jsonrpc.Request).ID) == idKey(id); got != tt.same {
+			t.Errorf("id %s against cancel %#v: same %v, want %v", tt.wire, tt.cancel, got, tt.same)
 		}
 	}
 }
