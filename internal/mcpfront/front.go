@@ -33,7 +33,16 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is the server version reported to clients. Default: "devel".
 	Version string
+	// ProgressInterval is how often a call whose request has a progress
+	// token reports that it is still running (the first report goes at
+	// once). Default: 15 s.
+	ProgressInterval time.Duration
 }
+
+// defaultProgressInterval keeps clients that give up on a request after
+// 60 s without a word (Claude Code and Gemini CLI over HTTP) waiting, with
+// room to spare.
+const defaultProgressInterval = 15 * time.Second
 
 // Front serves a host's tools over MCP, one owner per session.
 type Front struct {
@@ -41,6 +50,7 @@ type Front struct {
 	server   *mcp.Server
 	workdir  string
 	logger   *slog.Logger
+	progress time.Duration
 	requests requests
 
 	mu      sync.Mutex
@@ -66,11 +76,15 @@ func New(h *host.Host, opts Options) *Front {
 	if opts.Version == "" {
 		opts.Version = "devel"
 	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = defaultProgressInterval
+	}
 	f := &Front{
-		host:    h,
-		workdir: opts.Workdir,
-		logger:  opts.Logger,
-		owners:  make(map[*mcp.ServerSession]*host.Owner),
+		host:     h,
+		progress: opts.ProgressInterval,
+		workdir:  opts.Workdir,
+		logger:   opts.Logger,
+		owners:   make(map[*mcp.ServerSession]*host.Owner),
 	}
 	f.server = mcp.NewServer(&mcp.Implementation{Name: "dsh", Version: opts.Version}, &mcp.ServerOptions{
 		Logger: opts.Logger.With("component", "mcp"),
@@ -101,6 +115,9 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 	}
 	ctx, done := f.callContext(ctx, owner, req.Extra)
 	defer done()
+	if token := req.Params.GetProgressToken(); token != nil {
+		defer f.reportProgress(ctx, req.Session, token)()
+	}
 	res := f.host.Tools().Call(ctx, owner, name, req.Params.Arguments)
 	if res.IsError {
 		f.logger.Debug("tool call failed", "tool", name, "owner", owner.ID(), "error", res.Text)
@@ -109,6 +126,47 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 		Content: []mcp.Content{&mcp.TextContent{Text: res.Text}},
 		IsError: res.IsError,
 	}, nil
+}
+
+// reportProgress sends notifications/progress for a running call: one at
+// once, which over HTTP also puts the response's headers on the wire, then
+// one every f.progress, with the time the call has run. Clients that give
+// up on a silent request (60 s in Claude Code and Gemini CLI) wait as long
+// as the command runs. The returned func stops it.
+func (f *Front) reportProgress(ctx context.Context, ss *mcp.ServerSession, token any) (stop func()) {
+	start := time.Now()
+	report := func() {
+		elapsed := time.Since(start).Round(time.Second)
+		err := ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: token,
+			Progress:      elapsed.Seconds(),
+			Message:       "running for " + elapsed.String(),
+		})
+		if err != nil {
+			f.logger.Debug("progress notification failed", "error", err)
+		}
+	}
+	quit, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		report()
+		tick := time.NewTicker(f.progress)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				report()
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-finished // no report after the result
+	}
 }
 
 // callContext derives a call's context: ctx (cancelled by the client's

@@ -3,6 +3,7 @@ package mcpfront
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -340,4 +341,51 @@ func TestHTTPChecksComeFirst(t *testing.T) {
 	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "whoami"}); err != nil {
 		t.Errorf("the session after the refused requests: %v", err)
 	}
+}
+
+// TestHTTPProgressKeepsLongCallsAlive: a call whose request carries a
+// progress token reports at once, which puts the response on the wire,
+// and then at every interval while it runs, so that a client that gives up
+// on a silent request keeps waiting.
+func TestHTTPProgressKeepsLongCallsAlive(t *testing.T) {
+	r := newRig(t)
+	f := New(r.h, Options{Workdir: r.workdir, ProgressInterval: 20 * time.Millisecond})
+	srv := httptest.NewServer(f.Handler(HTTPOptions{}))
+	t.Cleanup(func() {
+		f.Close(context.Background())
+		srv.Close()
+	})
+	progress := make(chan *mcp.ProgressNotificationParams, 64)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			select {
+			case progress <- req.Params:
+			default:
+			}
+		},
+	})
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: srv.Client()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	params := &mcp.CallToolParams{Name: "block"}
+	params.SetProgressToken("tok-1")
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, params)
+		done <- err
+	}()
+	last := -1.0
+	for i := range 3 {
+		p := recv(t, progress, fmt.Sprintf("progress report %d", i+1))
+		if p.ProgressToken != "tok-1" || p.Progress < last || !strings.HasPrefix(p.Message, "running for ") {
+			t.Fatalf("report %d: %+v (previous progress %v)", i+1, p, last)
+		}
+		last = p.Progress
+	}
+	cancel()
+	recv(t, done, "the call to end")
 }
