@@ -26,6 +26,11 @@ type Tool struct {
 	// InputSchema is the JSON Schema of the arguments: an object, using the
 	// keywords internal/schema reflects. NewTool fills it from a struct.
 	InputSchema json.RawMessage
+	// Instructions, optional, tell the model how to use the tool well, as a
+	// whole (what persists, how long output and waiting programs are
+	// handled). A front gives them to clients, MCP as the server's
+	// instructions, which clients show the model.
+	Instructions string
 	// Run executes one call. Arguments have been validated against
 	// InputSchema, except that top-level keys it does not define are
 	// ignored (and left in Call.Args). The returned text is the result; an
@@ -51,9 +56,10 @@ type Result struct {
 
 // ToolInfo describes a registered tool.
 type ToolInfo struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	Instructions string          `json:"instructions,omitempty"`
 }
 
 // NewTool builds a Tool whose arguments are the struct A: the schema is
@@ -137,7 +143,7 @@ func (t *Tools) List() []ToolInfo {
 	out := make([]ToolInfo, 0, len(t.tools))
 	for _, name := range slices.Sorted(maps.Keys(t.tools)) {
 		rt := t.tools[name]
-		out = append(out, ToolInfo{Name: rt.Name, Description: rt.Description, InputSchema: rt.InputSchema})
+		out = append(out, ToolInfo{Name: rt.Name, Description: rt.Description, InputSchema: rt.InputSchema, Instructions: rt.Instructions})
 	}
 	return out
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	bashtool "github.com/dshdev/dsh/plugins/tool-bash-persistent"
 )
 
 // rawStdio is dsh serve driven by hand, one line at a time, so that a test
@@ -197,4 +199,14 @@ func TestE2EStdioCancelledRequestGetsNoResponse(t *testing.T) {
 			return
 		}
 	}
+}
+
+// TestE2EServerInstructions: the initialize result carries the bash tool's
+// instructions, which clients show the model.
+func TestE2EServerInstructions(t *testing.T) {
+	cs, cmd, _ := startStdio(t)
+	if got := cs.InitializeResult().Instructions; got != bashtool.DefaultInstructions {
+		t.Errorf("instructions = %q, want the bash tool's default", got)
+	}
+	closeAndWait(t, cs, cmd)
 }

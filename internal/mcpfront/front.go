@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -86,8 +87,16 @@ func New(h *host.Host, opts Options) *Front {
 		logger:   opts.Logger,
 		owners:   make(map[*mcp.ServerSession]*host.Owner),
 	}
+	var instructions []string
+	for _, t := range h.Tools().List() {
+		if t.Instructions != "" {
+			instructions = append(instructions, t.Instructions)
+		}
+	}
 	f.server = mcp.NewServer(&mcp.Implementation{Name: "dsh", Version: opts.Version}, &mcp.ServerOptions{
-		Logger: opts.Logger.With("component", "mcp"),
+		// The tools' own instructions, which clients show the model.
+		Instructions: strings.Join(instructions, "\n\n"),
+		Logger:       opts.Logger.With("component", "mcp"),
 		// Tools only: no logging capability (the SDK's default), no list
 		// changes (the tool set is fixed when New runs).
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},

@@ -10,6 +10,12 @@ import (
 // deployment overrides it.
 const DefaultDescription = "Run commands in a persistent bash shell. State, including the current directory and exported environment variables, persists across calls for this agent."
 
+// DefaultInstructions are what clients are told about the tool as a whole,
+// unless a deployment says otherwise (MCP clients show a server's
+// instructions to the model; Claude Code and Codex also use them to find
+// tools hidden behind a tool search).
+const DefaultInstructions = "dsh gives you a persistent bash shell through the bash tool. The shell lives across calls: the current directory, exported variables, functions, activated environments and background jobs stay as you left them. Long output keeps its beginning and its end, and the whole output is saved to a file named in the result. A program that waits for input is interrupted at once: pass input with arguments, a pipe, a here-document or a --yes style flag. A call that runs past its timeout returns what it printed, and the shell is reset."
+
 // Config configures the bash tool.
 type Config struct {
 	// BackendType is the terminals backend each owner's shell runs on.
@@ -24,6 +30,9 @@ type Config struct {
 	MaxOutputChars int `json:"maxOutputChars"`
 	// Description is the tool description the model sees.
 	Description string `json:"description"`
+	// Instructions are shown to the model as the server's instructions
+	// (MCP initialize); empty sends none for this tool.
+	Instructions string `json:"instructions"`
 	// OutputDir is where each owner's directory of full outputs is created;
 	// empty means the system temporary directory. Owners' directories are
 	// removed when the owner closes.
@@ -37,6 +46,7 @@ func DefaultConfig() *Config {
 		TimeoutMs:      300000,
 		MaxOutputChars: 16000,
 		Description:    DefaultDescription,
+		Instructions:   DefaultInstructions,
 	}
 }
 

@@ -89,6 +89,7 @@ func apply(pctx *host.Context, cfg *Config) error {
 	if err != nil {
 		return err
 	}
+	tool.Instructions = cfg.Instructions
 	unregister, err := tools.Register(tool)
 	if err != nil {
 		return err

@@ -400,3 +400,16 @@ func TestUnloadWhileACallRuns(t *testing.T) {
 		t.Fatalf("shell %d survived", pid)
 	}
 }
+
+func TestInstructions(t *testing.T) {
+	for _, tt := range []struct{ config, want string }{
+		{"", bashtool.DefaultInstructions},
+		{`{instructions: "Use the shell."}`, "Use the shell."},
+		{`{instructions: ""}`, ""},
+	} {
+		hs := newHarness(t, tt.config, "")
+		if got := hs.h.Tools().List()[0].Instructions; got != tt.want {
+			t.Errorf("config %q: instructions %q, want %q", tt.config, got, tt.want)
+		}
+	}
+}
