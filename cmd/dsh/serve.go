@@ -32,6 +32,7 @@ func serveCommand(g *globals) *cobra.Command {
 		workdir     string
 		addr        string
 		idleTimeout time.Duration
+		orphanGrace time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -92,7 +93,7 @@ stderr, never to stdout.`,
 			if ln == nil {
 				err = serveStdio(ctx, g, front, h.Logger())
 			} else {
-				err = serveHTTP(ctx, g, front, ln, idleTimeout, h.Logger())
+				err = serveHTTP(ctx, g, front, ln, mcpfront.HTTPOptions{IdleTimeout: idleTimeout, OrphanGrace: orphanGrace}, h.Logger())
 			}
 			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 			defer cancel()
@@ -103,6 +104,7 @@ stderr, never to stdout.`,
 	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "every session's workspace, where its shell starts (default: the current directory)")
 	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP at /mcp on this host:port instead of stdio")
 	cmd.Flags().DurationVar(&idleTimeout, "idle-timeout", time.Hour, "with --http: close a session and its shell after this long without a request (0: never)")
+	cmd.Flags().DurationVar(&orphanGrace, "orphan-grace", mcpfront.DefaultOrphanGrace, "with --http: close a session this long after its client closed its event stream, if no call runs and no request came (negative: never)")
 	return cmd
 }
 
@@ -178,9 +180,9 @@ func serveStdio(ctx context.Context, g *globals, front *mcpfront.Front, logger *
 }
 
 // serveHTTP serves streamable HTTP on ln until ctx is done.
-func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Listener, idle time.Duration, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Listener, opts mcpfront.HTTPOptions, logger *slog.Logger) error {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", front.Handler(mcpfront.HTTPOptions{IdleTimeout: idle}))
+	mux.Handle("/mcp", front.Handler(opts))
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 30 * time.Second,

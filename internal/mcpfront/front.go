@@ -56,6 +56,7 @@ type Front struct {
 
 	mu      sync.Mutex
 	closing bool
+	orphans []*orphans // of the HTTP handlers, stopped on Close
 	// owners holds each session's owner from its first call until the
 	// session has ended (its Wait returned), closed owners included, so that
 	// a session that is ending never gets a new one. A nil owner marks a
@@ -307,7 +308,11 @@ func (f *Front) Close(ctx context.Context) error {
 	for ss := range f.owners {
 		sessions = append(sessions, ss)
 	}
+	orphans := f.orphans
 	f.mu.Unlock()
+	for _, o := range orphans {
+		o.stop()
+	}
 
 	errs := make([]error, len(sessions))
 	var wg sync.WaitGroup

@@ -22,6 +22,12 @@ type HTTPOptions struct {
 	// its session alive. Zero means never: abandoned sessions then keep
 	// their shells until the server stops.
 	IdleTimeout time.Duration
+	// OrphanGrace closes a session whose client has closed its standalone
+	// GET stream and sent nothing since, for this long, with no call
+	// running: a client that left without a DELETE. Zero selects
+	// DefaultOrphanGrace; negative turns it off (IdleTimeout still
+	// applies).
+	OrphanGrace time.Duration
 }
 
 // Handler returns the streamable HTTP handler (stateful: one Mcp-Session-Id
@@ -33,6 +39,14 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 		SessionTimeout: opts.IdleTimeout,
 		Logger:         f.logger.With("component", "mcp-http"),
 	})
+	grace := opts.OrphanGrace
+	if grace == 0 {
+		grace = DefaultOrphanGrace
+	}
+	orphans := newOrphans(grace, f.closeSessionByID)
+	f.mu.Lock()
+	f.orphans = append(f.orphans, orphans)
+	f.mu.Unlock()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Every check comes before any effect: the SDK checks the Host
 		// itself, but only after the DELETE below has closed the owner.
@@ -40,10 +54,15 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 			http.Error(w, err.Error(), http.StatusForbidden)
 			return
 		}
+		id := r.Header.Get(sessionIDHeader)
 		switch r.Method {
+		case http.MethodGet:
+			defer orphans.begin(id, true)()
 		case http.MethodPost:
+			defer orphans.begin(id, false)()
 			defer f.requests.begin(r)()
 		case http.MethodDelete:
+			orphans.forget(id)
 			// The SDK's DELETE waits for the session's running calls before
 			// it ends the session; the client has just said it wants none of
 			// them, so close the owner (cancelling them) first. Calls that
@@ -90,6 +109,19 @@ func loopbackHost(hostport string) bool {
 
 // sessionIDHeader is the streamable HTTP transport's session header.
 const sessionIDHeader = "Mcp-Session-Id"
+
+// closeSessionByID ends the session with this id: its owner, then the
+// SDK's session.
+func (f *Front) closeSessionByID(ctx context.Context, id string) {
+	for ss := range f.server.Sessions() {
+		if ss.ID() == id {
+			f.logger.Debug("closing a session whose client left")
+			f.closeOwner(ctx, ss)
+			ss.Close()
+			return
+		}
+	}
+}
 
 func (f *Front) endSessionByID(ctx context.Context, id string) {
 	if id == "" {
