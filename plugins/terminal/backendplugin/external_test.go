@@ -6,7 +6,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/dshdev/dsh/host"
@@ -84,6 +86,53 @@ func TestDeploymentLoadsExecutable(t *testing.T) {
 	}
 	if err := o.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestToolSurvivesPluginDeath: the plugin process dies in the middle of a
+// command. The bash tool reports the shell exit and the reset, the host
+// keeps running, and the next call gets a fresh shell from a fresh plugin.
+func TestToolSurvivesPluginDeath(t *testing.T) {
+	d := deployment(t, "bash", "- id: remote-shell\n  name: ./backend\n")
+	ctx := context.Background()
+	h, err := host.Load(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
+	o, err := h.NewOwner("agent", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close(ctx)
+	call := func(command string) string {
+		args, _ := json.Marshal(bashtool.Args{Command: command})
+		return h.Tools().Call(ctx, o, bashtool.ToolName, args).Text
+	}
+	// The shell's parent is the plugin process.
+	plugin, err := strconv.Atoi(strings.TrimSpace(call("export KEEP=kept; echo $PPID")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := filepath.Join(t.TempDir(), "started")
+	if err := syscall.Mkfifo(started, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	result := make(chan string, 1)
+	go func() { result <- call("echo > " + started + "; sleep 100") }()
+	f, err := os.Open(started) // the command runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := syscall.Kill(plugin, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-result; !strings.Contains(got, "[shell exited") || !strings.Contains(got, "reset") {
+		t.Errorf("the call when the plugin died: %q, want the shell exit and the reset", got)
+	}
+	if got := call(`echo "fresh $KEEP."`); !strings.HasPrefix(got, "fresh .") {
+		t.Errorf("the next call: %q, want a fresh shell", got)
 	}
 }
 
