@@ -129,6 +129,12 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 		defer f.reportProgress(ctx, req.Session, token)()
 	}
 	res := f.host.Tools().Call(ctx, owner, name, req.Params.Arguments)
+	if errors.Is(context.Cause(ctx), context.Canceled) {
+		// The client cancelled the request (notifications/cancelled):
+		// it wants no answer. Over HTTP the POST's response goes quiet
+		// here; over stdio the transport drops the answer itself.
+		f.requests.silence(req.Extra)
+	}
 	if res.IsError {
 		f.logger.Debug("tool call failed", "tool", name, "owner", owner.ID(), "error", res.Text)
 	}

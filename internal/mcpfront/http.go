@@ -60,7 +60,9 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 			defer orphans.begin(id, true)()
 		case http.MethodPost:
 			defer orphans.begin(id, false)()
-			defer f.requests.begin(r)()
+			var end func()
+			w, end = f.requests.begin(w, r)
+			defer end()
 		case http.MethodDelete:
 			orphans.forget(id)
 			// The SDK's DELETE waits for the session's running calls before
@@ -147,29 +149,78 @@ func (f *Front) endSessionByID(ctx context.Context, id string) {
 // overwritten.
 const requestHeader = "Dsh-Request"
 
-// requests maps the tags of POSTs being served to their contexts.
+// requests maps the tags of POSTs being served to what is known of them.
 type requests struct {
 	next atomic.Uint64
 	mu   sync.Mutex
-	live map[string]context.Context
+	live map[string]*post
 }
 
-// begin tags r and records its context until end is called.
-func (q *requests) begin(r *http.Request) (end func()) {
+// post is a POST being served.
+type post struct {
+	ctx context.Context
+	// silent is set when the client cancelled the call the POST carries:
+	// nothing more is written to its response, the answer included (a
+	// client that gets one may take it for an unknown id and drop the
+	// connection).
+	silent atomic.Bool
+}
+
+// begin tags r and records it until end is called. The returned writer is
+// w, gone quiet once the POST is silenced.
+func (q *requests) begin(w http.ResponseWriter, r *http.Request) (_ http.ResponseWriter, end func()) {
 	tag := strconv.FormatUint(q.next.Add(1), 10)
 	r.Header.Set(requestHeader, tag)
+	p := &post{ctx: r.Context()}
 	q.mu.Lock()
 	if q.live == nil {
-		q.live = make(map[string]context.Context)
+		q.live = make(map[string]*post)
 	}
-	q.live[tag] = r.Context()
+	q.live[tag] = p
 	q.mu.Unlock()
-	return func() {
+	return &silenceable{ResponseWriter: w, post: p}, func() {
 		q.mu.Lock()
 		delete(q.live, tag)
 		q.mu.Unlock()
 	}
 }
+
+// silence stops all further writes to the response of the POST that
+// carried a call.
+func (q *requests) silence(extra *mcp.RequestExtra) {
+	if extra == nil || extra.Header == nil {
+		return
+	}
+	q.mu.Lock()
+	p := q.live[extra.Header.Get(requestHeader)]
+	q.mu.Unlock()
+	if p != nil {
+		p.silent.Store(true)
+	}
+}
+
+// silenceable is a response writer that drops what is written once its
+// POST is silenced.
+type silenceable struct {
+	http.ResponseWriter
+	post *post
+}
+
+func (w *silenceable) Write(p []byte) (int, error) {
+	if w.post.silent.Load() {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *silenceable) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.post.silent.Load() {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *silenceable) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // watch calls gone once the POST that carried a call has ended: its answer
 // can no longer be delivered (the handler keeps no event store). It returns
@@ -183,13 +234,13 @@ func (q *requests) watch(extra *mcp.RequestExtra, gone func()) (stop func()) {
 		return func() {}
 	}
 	q.mu.Lock()
-	ctx := q.live[tag]
+	p := q.live[tag]
 	q.mu.Unlock()
-	if ctx == nil {
+	if p == nil {
 		// The POST ended before the call started.
 		gone()
 		return func() {}
 	}
-	s := context.AfterFunc(ctx, gone)
+	s := context.AfterFunc(p.ctx, gone)
 	return func() { s() }
 }

@@ -156,3 +156,32 @@ func TestHTTPStreamlessSessionIsLeftAlone(t *testing.T) {
 		t.Errorf("second call: %q", got)
 	}
 }
+
+// TestHTTPCancelledRequestGetsNoResponse: once the client cancels a call,
+// the POST that carried it ends without an answer.
+func TestHTTPCancelledRequestGetsNoResponse(t *testing.T) {
+	r := newRig(t)
+	c, _ := startRawHTTP(t, r, -1)
+	body := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, c.url, strings.NewReader(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"block"}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", c.session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		resp, err := c.client.Do(req)
+		if err != nil {
+			body <- "error: " + err.Error()
+			return
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body <- string(data)
+	}()
+	recv(t, r.started, "the call to start")
+	c.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"Esc"}}`)
+	recv(t, r.stopped, "the call to stop")
+	if got := recv(t, body, "the POST to end"); strings.Contains(got, `"id":5`) {
+		t.Errorf("the cancelled call was answered: %q", got)
+	}
+}
