@@ -97,7 +97,7 @@ func New(h *host.Host, opts Options) *Front {
 	f.server = mcp.NewServer(&mcp.Implementation{Name: "dsh", Version: opts.Version}, &mcp.ServerOptions{
 		// The tools' own instructions, which clients show the model.
 		Instructions: strings.Join(instructions, "\n\n"),
-		Logger:       opts.Logger.With("component", "mcp"),
+		Logger:       slog.New(redactSessionIDs(opts.Logger.Handler())).With("component", "mcp"),
 		// Tools only: no logging capability (the SDK's default), no list
 		// changes (the tool set is fixed when New runs).
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},

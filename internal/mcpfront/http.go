@@ -3,6 +3,7 @@ package mcpfront
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -37,7 +38,7 @@ type HTTPOptions struct {
 func (f *Front) Handler(opts HTTPOptions) http.Handler {
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.server }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: opts.IdleTimeout,
-		Logger:         f.logger.With("component", "mcp-http"),
+		Logger:         slog.New(redactSessionIDs(f.logger.Handler())).With("component", "mcp-http"),
 	})
 	grace := opts.OrphanGrace
 	if grace == 0 {
