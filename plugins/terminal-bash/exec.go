@@ -60,9 +60,8 @@ func (s *session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.
 	now := time.Now()
 	sn := newSend(s, req.Stream, now.Add(s.timeout(req.Timeout)))
 	c := &command{nonce: newNonce(), res: terminal.ExecResult{State: terminal.ExecPending, ExitCode: -1}}
-	c.res.Background = s.unclaimed.take() + s.breakLineLocked()
-	c.res.BackgroundTruncated = s.unclaimed.dropped
-	s.unclaimed.dropped = false
+	c.res.Background = s.unclaimed.Take() + s.breakLineLocked()
+	c.res.BackgroundTruncated = s.unclaimed.TakeDropped()
 	sn.cmd, sn.exec = c, true
 
 	// The command goes first, so the shell finds it when it reads the line.

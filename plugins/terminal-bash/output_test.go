@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
 
 // TestRendering: output is shown as a terminal would show it. The sleeps
@@ -50,7 +51,7 @@ func TestHugeOutputWithoutStream(t *testing.T) {
 		t.Errorf("truncated %v, viewport %d bytes (limit %d)", res.Truncated, len(res.Viewport), limit)
 	}
 	if !strings.HasSuffix(res.Viewport, "\n199999\n200000\n") {
-		t.Errorf("viewport does not end with the newest output: %q", tailString(res.Viewport, 80))
+		t.Errorf("viewport does not end with the newest output: %q", screen.Tail(res.Viewport, 80))
 	}
 	// Nothing of it leaks into the next send.
 	res = mustPrompt(t, s, "echo next")
@@ -69,7 +70,7 @@ func TestStreamDeliversEverything(t *testing.T) {
 	out := drainOutput(t, sn)
 	res := wait(t, sn)
 	if res.Reason != terminal.WaitStdinRead || res.Truncated || !strings.HasSuffix(out, res.Viewport) {
-		t.Errorf("settled %s, truncated %v, viewport ending %q", res.Reason, res.Truncated, tailString(res.Viewport, 80))
+		t.Errorf("settled %s, truncated %v, viewport ending %q", res.Reason, res.Truncated, screen.Tail(res.Viewport, 80))
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if len(lines) != n {

@@ -148,10 +148,10 @@ func (s *session) renderLocked() {
 	if len(out) > 0 {
 		s.scroll.Append(out)
 		if sn := s.live; sn != nil {
-			sn.out.append(out)
+			sn.out.Append(out)
 			sn.notify()
 		} else {
-			s.unclaimed.append(out)
+			s.unclaimed.Append(out)
 		}
 	}
 	if cap(out) > 1<<20 {
@@ -176,7 +176,7 @@ func (s *session) holdBack() {
 	for {
 		s.mu.Lock()
 		sn := s.live
-		if sn == nil || !sn.stream || len(sn.out.data) <= s.cfg.maxRead {
+		if sn == nil || !sn.stream || sn.out.Len() <= s.cfg.maxRead {
 			s.mu.Unlock()
 			return
 		}

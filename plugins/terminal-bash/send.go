@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
 
 // send is one send in flight. Its fields from out on are guarded by s.mu;
@@ -26,7 +27,7 @@ type send struct {
 	// output from before the command.
 	exec bool
 
-	out     outBuf
+	out     screen.Pending
 	settled bool
 	result  terminal.SendResult
 	// atPrompt: settling because the shell is back at its prompt.
@@ -50,7 +51,7 @@ func newSend(s *session, stream bool, deadline time.Time) *send {
 		s:        s,
 		stream:   stream,
 		deadline: deadline,
-		out:      outBuf{limit: s.cfg.maxRead, unbounded: stream},
+		out:      screen.NewPending(s.cfg.maxRead, stream),
 		done:     make(chan struct{}),
 		more:     make(chan struct{}, 1),
 	}
@@ -64,8 +65,8 @@ func (sn *send) Output(ctx context.Context) (string, error) {
 	s := sn.s
 	for {
 		s.mu.Lock()
-		if len(sn.out.data) > 0 {
-			text := sn.out.take()
+		if sn.out.Len() > 0 {
+			text := sn.out.Take()
 			stream := sn.stream && !sn.settled
 			s.mu.Unlock()
 			if stream {
@@ -157,12 +158,9 @@ func (sn *send) notify() {
 // A streaming caller still pulls every pending line through Output, so a
 // cut viewport loses nothing for it.
 func (sn *send) viewport(partial string, limit int) (string, bool) {
-	if !sn.stream {
-		sn.out.trim()
-	}
-	full := string(sn.out.data) + partial
-	vp := tailString(full, limit)
-	return vp, sn.out.dropped || (len(vp) < len(full) && !sn.stream)
+	full := string(sn.out.Bytes()) + partial
+	vp := screen.Tail(full, limit)
+	return vp, sn.out.Dropped() || (len(vp) < len(full) && !sn.stream)
 }
 
 var _ terminal.Send = (*send)(nil)

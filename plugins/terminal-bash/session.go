@@ -107,7 +107,7 @@ type session struct {
 	closeCall    *closeCall
 	slot         *send // holds the one-send slot
 	live         *send // receives output and is judged by the readiness tiers
-	unclaimed    outBuf
+	unclaimed    screen.Pending
 	// records is the control channel reader's scratch.
 	records []record
 	// claim is the latest prompt or ready record since the last boundary:
@@ -159,7 +159,7 @@ func newSession(id string, cfg settings, log *slog.Logger, term *ptyPair, ctl *c
 		lines:     screen.Lines{MaxLineBytes: cfg.maxRead},
 		scroll:    screen.NewScrollback(cfg.scrollLines, cfg.scrollBytes),
 		status:    terminal.Running,
-		unclaimed: outBuf{limit: cfg.maxRead},
+		unclaimed: screen.NewPending(cfg.maxRead, false),
 	}
 }
 
@@ -195,7 +195,7 @@ func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (term
 	now := time.Now()
 	sn := newSend(s, req.Stream, now.Add(s.timeout(req.Timeout)))
 	sn.cmd = s.cur
-	s.unclaimed.moveTo(&sn.out)
+	s.unclaimed.MoveTo(&sn.out)
 	s.slot, s.live = sn, sn
 	input := []byte(req.Text)
 	if req.Submit {
@@ -205,7 +205,7 @@ func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (term
 		s.idle = false
 		if err := s.writeLocked(sn, input, now); err != nil {
 			s.slot, s.live = nil, nil
-			sn.out.moveTo(&s.unclaimed)
+			sn.out.MoveTo(&s.unclaimed)
 			s.mu.Unlock()
 			return nil, fmt.Errorf("terminal-bash: session %s: write: %w", s.id, err)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
+	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
 
 func TestStatePersistsAcrossSends(t *testing.T) {
@@ -448,7 +449,7 @@ func TestBlockedWrite(t *testing.T) {
 		t.Fatal("Cancel refused")
 	}
 	if res := wait(t, sn); res.Reason != terminal.WaitStdinRead || !res.Prompt {
-		t.Fatalf("cancelled flood settled %s (prompt %v): %q", res.Reason, res.Prompt, tailString(res.Viewport, 200))
+		t.Fatalf("cancelled flood settled %s (prompt %v): %q", res.Reason, res.Prompt, screen.Tail(res.Viewport, 200))
 	}
 	res := mustPrompt(t, s, "test -e ran && echo ran || echo clean")
 	if got := outputLines(res.Viewport); !slices.Equal(got, []string{"clean"}) {

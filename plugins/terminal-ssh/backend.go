@@ -197,7 +197,7 @@ func (s *session) awaitStartup(ctx context.Context, dir string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	res := sn.result
-	tail := strings.TrimSpace(s.startTail.take() + s.lines.Partial())
+	tail := strings.TrimSpace(s.startTail.Take() + s.lines.Partial())
 	switch {
 	case res.Reason == terminal.WaitStdinRead:
 		return nil

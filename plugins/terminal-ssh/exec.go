@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
 
 // command is the command of one Exec, from the moment its line is queued
@@ -33,7 +34,7 @@ type command struct {
 	partial string
 	// notices is what the shell printed between the command's end and its
 	// prompt: its job notices.
-	notices outBuf
+	notices screen.Pending
 	// typed is the text typed for the command; pre holds what the terminal
 	// showed after it was typed and before the shell took it, unrendered,
 	// until the begin marker (or a prompt, or the end) releases it with the
@@ -70,11 +71,10 @@ func (s *session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.
 	c := &command{
 		nonce:   newNonce(),
 		res:     terminal.ExecResult{State: terminal.ExecPending, ExitCode: -1},
-		notices: outBuf{limit: maxReadBytes},
+		notices: screen.NewPending(maxReadBytes, false),
 	}
-	c.res.Background = s.unclaimed.take() + s.breakLineLocked()
-	c.res.BackgroundTruncated = s.unclaimed.dropped
-	s.unclaimed.dropped = false
+	c.res.Background = s.unclaimed.Take() + s.breakLineLocked()
+	c.res.BackgroundTruncated = s.unclaimed.TakeDropped()
 	sn.cmd, sn.exec = c, true
 	s.cur, s.slot, s.live, s.idle = c, sn, sn, false
 	s.lastOutput = now

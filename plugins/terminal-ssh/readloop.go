@@ -130,16 +130,16 @@ func (s *session) renderLocked() {
 	switch {
 	case len(out) == 0:
 	case !s.ready:
-		s.startTail.append(out)
+		s.startTail.Append(out)
 	default:
 		s.scroll.Append(out)
 		if c := s.cur; c != nil && c.ended && !c.over {
-			c.notices.append(out)
+			c.notices.Append(out)
 		} else if sn := s.live; sn != nil {
-			sn.out.append(out)
+			sn.out.Append(out)
 			sn.notify()
 		} else {
-			s.unclaimed.append(out)
+			s.unclaimed.Append(out)
 		}
 	}
 	if cap(out) > 1<<20 {
@@ -233,7 +233,7 @@ func (s *session) promptLocked(status int) {
 			return // the prompt the shell showed before it took the line
 		}
 		c.over = true
-		c.res.Notices = c.notices.take()
+		c.res.Notices = c.notices.Take()
 	}
 	s.idle = true
 	if sn := s.live; sn != nil && !sn.startup {
@@ -283,7 +283,7 @@ func (s *session) holdBack() {
 	for {
 		s.mu.Lock()
 		sn := s.live
-		if sn == nil || !sn.stream || len(sn.out.data) <= maxReadBytes {
+		if sn == nil || !sn.stream || sn.out.Len() <= maxReadBytes {
 			s.paused = false
 			s.mu.Unlock()
 			return

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
 
 // send is one send in flight. The fields from out on are guarded by s.mu;
@@ -25,7 +26,7 @@ type send struct {
 	// before the command.
 	exec bool
 
-	out       outBuf
+	out       screen.Pending
 	settled   bool
 	result    terminal.SendResult
 	atPrompt  bool          // settling because the shell is back at its prompt
@@ -40,7 +41,7 @@ func newSend(s *session, stream bool, deadline time.Time) *send {
 		s:        s,
 		stream:   stream,
 		deadline: deadline,
-		out:      outBuf{limit: maxReadBytes, unbounded: stream},
+		out:      screen.NewPending(maxReadBytes, stream),
 		done:     make(chan struct{}),
 		more:     make(chan struct{}, 1),
 	}
@@ -54,8 +55,8 @@ func (sn *send) Output(ctx context.Context) (string, error) {
 	s := sn.s
 	for {
 		s.mu.Lock()
-		if len(sn.out.data) > 0 {
-			text := sn.out.take()
+		if sn.out.Len() > 0 {
+			text := sn.out.Take()
 			s.mu.Unlock()
 			if sn.stream {
 				// The read loop may be holding the terminal back for us.
@@ -121,12 +122,9 @@ func (sn *send) notify() {
 // caller still pulls every pending line through Output, so a cut viewport
 // loses nothing for it.
 func (sn *send) viewport(partial string, limit int) (string, bool) {
-	if !sn.stream {
-		sn.out.trim()
-	}
-	full := string(sn.out.data) + partial
-	vp := tailString(full, limit)
-	return vp, sn.out.dropped || (len(vp) < len(full) && !sn.stream)
+	full := string(sn.out.Bytes()) + partial
+	vp := screen.Tail(full, limit)
+	return vp, sn.out.Dropped() || (len(vp) < len(full) && !sn.stream)
 }
 
 var _ terminal.Send = (*send)(nil)

@@ -74,9 +74,9 @@ type session struct {
 	lines        screen.Lines
 	committed    []byte // scratch: the lines one chunk commits
 	scroll       *screen.Scrollback
-	partialStale bool   // the scrollback's partial line lags behind lines
-	startTail    outBuf // output before the first prompt, for errors
-	ready        bool   // the first prompt was seen
+	partialStale bool           // the scrollback's partial line lags behind lines
+	startTail    screen.Pending // output before the first prompt, for errors
+	ready        bool           // the first prompt was seen
 	status       terminal.Status
 	waitErr      error // how the remote session ended, once it did
 	exited       bool  // the end has been processed
@@ -84,7 +84,7 @@ type session struct {
 	closed       bool
 	slot         *send // holds the one-send slot
 	live         *send // receives output and is settled by markers and time
-	unclaimed    outBuf
+	unclaimed    screen.Pending
 	cur          *command // the last Exec's command, until a send reported its end
 	// idle: the shell is at its prompt and nothing was typed or signalled
 	// since.
@@ -122,9 +122,9 @@ func newSession(id string, cfg settings, log *slog.Logger, client *ssh.Client, r
 		filter:    screen.NewFilter(0),
 		lines:     screen.Lines{MaxLineBytes: maxReadBytes},
 		scroll:    screen.NewScrollback(scrollbackLines, scrollbackBytes),
-		startTail: outBuf{limit: startTailBytes},
+		startTail: screen.NewPending(startTailBytes, false),
 		status:    terminal.Running,
-		unclaimed: outBuf{limit: maxReadBytes},
+		unclaimed: screen.NewPending(maxReadBytes, false),
 	}
 	return s
 }
@@ -172,7 +172,7 @@ func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (term
 	now := time.Now()
 	sn := newSend(s, req.Stream, now.Add(s.timeout(req.Timeout)))
 	sn.cmd = s.cur
-	s.unclaimed.moveTo(&sn.out)
+	s.unclaimed.MoveTo(&sn.out)
 	s.slot, s.live = sn, sn
 	s.lastOutput = now
 	text := []byte(req.Text)

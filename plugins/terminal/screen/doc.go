@@ -38,6 +38,10 @@
 //     within a line and a byte bound, and serves pages counted from the
 //     newest line.
 //
+// Beside them, Pending holds the committed lines that a send's caller has
+// not pulled yet, bounded to the newest bytes unless the caller drains
+// every line, and Tail cuts a viewport to its newest bytes.
+//
 // A PTY reader feeds each chunk to Filter.Feed, hands every segment to
 // Lines.Write, passes the committed lines to Scrollback.Append and then
 // Lines.Partial to Scrollback.SetPartial. Filter.Flush at end of output
