@@ -22,6 +22,7 @@ type send struct {
 	stop      context.CancelFunc // ends the stream
 	unwatch   func() bool        // stops cancelling on the caller's ctx
 	streaming bool               // the caller drains Output (SendRequest.Stream)
+	exec      bool               // an Exec, not typed text
 
 	sendMu sync.Mutex // the stream's send side is not safe for concurrent use
 
@@ -127,9 +128,19 @@ func (sn *send) broken(err error) {
 		sn.session.gone()
 		sn.session.proc.lose()
 	}
-	sn.settleLocked(terminal.SendResult{Reason: terminal.WaitSessionExit, Status: pluginGone})
+	sn.settleLocked(sn.lostResult())
 	sn.eof = true
 	sn.notify()
+}
+
+// lostResult is how a send ends when its plugin is out of reach. An Exec's
+// command counts as started: it may have run, and must not be run again.
+func (sn *send) lostResult() terminal.SendResult {
+	res := terminal.SendResult{Reason: terminal.WaitSessionExit, Status: pluginGone}
+	if sn.exec {
+		res.Exec = &terminal.ExecResult{State: terminal.ExecRunning, ExitCode: -1}
+	}
+	return res
 }
 
 func (sn *send) notify() {

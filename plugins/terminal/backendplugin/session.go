@@ -177,23 +177,38 @@ func (s *session) start(ctx context.Context, start *backendpb.SendStart) (termin
 		stop()
 		return nil, s.checkErr(fromStatus("send", err))
 	}
-	sn := &send{session: s, stream: stream, stop: stop, streaming: start.Stream, more: make(chan struct{}, 1), settled: make(chan struct{})}
+	sn := &send{session: s, stream: stream, stop: stop, streaming: start.Stream, exec: start.Exec, more: make(chan struct{}, 1), settled: make(chan struct{})}
 	fail := func(err error) (terminal.Send, error) {
 		stop()
-		return nil, s.checkErr(fromStatus("send", err))
+		return nil, s.checkErr(err)
 	}
-	if err := stream.Send(&backendpb.SendControl{Control: &backendpb.SendControl_Start{Start: start}}); err != nil {
-		if errors.Is(err, io.EOF) {
-			_, err = stream.Recv() // the reason the stream ended
+	var ev *backendpb.SendEvent
+	err = stream.Send(&backendpb.SendControl{Control: &backendpb.SendControl_Start{Start: start}})
+	if err == nil {
+		ev, err = stream.Recv()
+	} else if errors.Is(err, io.EOF) {
+		_, err = stream.Recv() // the reason the stream ended
+	}
+	if err != nil {
+		err = fromStatus("send", err)
+		if errors.Is(err, ErrPluginExited) {
+			// The plugin went away with the start on its way: the command
+			// may have run, or the text been typed. Never report it as not
+			// done (a caller would run it again): the send ended with the
+			// shell.
+			stop()
+			s.gone()
+			s.proc.lose()
+			sn.mu.Lock()
+			sn.settleLocked(sn.lostResult())
+			sn.eof = true
+			sn.mu.Unlock()
+			return sn, nil
 		}
 		return fail(err)
 	}
-	ev, err := stream.Recv()
-	if err != nil {
-		return fail(err)
-	}
 	if ev.GetStarted() == nil {
-		return fail(errors.New("backendplugin: the plugin did not start the send"))
+		return fail(errors.New("backendplugin: send: the plugin did not start the send"))
 	}
 	if start.Stream {
 		sn.pulling = true // output flows at once; the caller drains it
