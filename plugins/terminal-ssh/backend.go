@@ -63,9 +63,10 @@ func (b *Backend) Type() string { return Type }
 var errShutdown = fmt.Errorf("terminal-ssh: backend is shut down: %w", terminal.ErrServiceClosing)
 
 // Spawn connects, starts the remote shell in the configured workdir (or in
-// spec.Cwd, with spawnCwd), and returns once the shell shows its first prompt. If ctx ends
-// first, or anything fails, the connection is closed again before Spawn
-// returns; if that close fails too, the error is a *terminal.CleanupError.
+// spec.Cwd, with spawnCwd), and returns once the shell shows its first
+// prompt. If ctx ends first, or anything fails, the connection is closed
+// again before Spawn returns; if that close fails too, the error is a
+// *terminal.CleanupError.
 func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
