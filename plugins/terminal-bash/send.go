@@ -158,9 +158,9 @@ func (sn *send) notify() {
 // A streaming caller still pulls every pending line through Output, so a
 // cut viewport loses nothing for it.
 func (sn *send) viewport(partial string, limit int) (string, bool) {
-	full := string(sn.out.Bytes()) + partial
-	vp := screen.Tail(full, limit)
-	return vp, sn.out.Dropped() || (len(vp) < len(full) && !sn.stream)
+	unpulled := string(sn.out.Bytes())
+	vp := screen.Viewport(unpulled, partial, limit)
+	return vp, sn.out.Dropped() || (len(vp) < len(unpulled)+len(partial) && !sn.stream)
 }
 
 var _ terminal.Send = (*send)(nil)

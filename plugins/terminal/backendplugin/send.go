@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"strings"
 	"sync"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
+	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
 
 // send is a send in flight in the plugin. One goroutine receives its
@@ -104,7 +106,9 @@ func (sn *send) settleLocked(res terminal.SendResult) {
 		return
 	}
 	if len(sn.chunks) > 0 {
-		res.Viewport = strings.Join(sn.chunks, "") + res.Viewport
+		// Not cut to a limit: the plugin's viewport already is, and these
+		// chunks are output the caller will still pull.
+		res.Viewport = screen.Viewport(strings.Join(sn.chunks, ""), res.Viewport, math.MaxInt)
 	}
 	sn.result, sn.done = res, true
 	close(sn.settled)

@@ -74,7 +74,10 @@
 // renders as if it had not moved.
 //
 // Partial lines are bounded: a line that would grow past Lines.MaxLineBytes
-// is committed as though a '\n' had arrived.
+// is handed out in pieces, without newlines between them, so it stays one
+// line byte for byte while memory stays bounded. A consumer that keeps
+// lines (Scrollback) stores each piece as a line; Viewport marks where
+// handed-out output ends inside a line.
 //
 // # Escape sequences
 //

@@ -46,9 +46,12 @@ var linePass = func() (t [256]uint8) {
 // at the next commit.
 type Lines struct {
 	// MaxLineBytes caps the current line: before a rune would make it
-	// longer than this many bytes, the line is committed as if a '\n' had
-	// arrived, so a stream without newlines cannot grow memory without
-	// bound. Zero selects DefaultMaxLineBytes.
+	// longer than this many bytes, the line so far is handed out without a
+	// newline and the line goes on from an empty buffer, so a stream
+	// without newlines cannot grow memory without bound and a long line
+	// still arrives byte for byte. What was handed out can no longer be
+	// overwritten: a '\r' returns to the start of the rest. Zero selects
+	// DefaultMaxLineBytes.
 	MaxLineBytes int
 
 	buf    []byte // line content while !edit
@@ -60,9 +63,14 @@ type Lines struct {
 	// write pads with spaces, as a terminal's blank cells would show.
 	moved bool
 	col   int
+	// cont means a piece of the current line was handed out at the cap:
+	// the line is open even when its buffer is empty.
+	cont bool
 }
 
-// Write renders s and appends each line it commits, with its '\n', to dst.
+// Write renders s and appends each line it commits, with its '\n', to dst,
+// and the pieces of a line longer than MaxLineBytes as the cap hands them
+// out, without one.
 func (l *Lines) Write(dst []byte, s Segment) []byte {
 	switch s.Kind {
 	case Text:
@@ -81,12 +89,13 @@ func (l *Lines) Partial() string {
 	return string(l.buf)
 }
 
-// Break commits the current line, if it has anything, as though a newline
-// had been written, and appends it with its '\n' to dst. A terminal would
+// Break commits the current line, if it has anything (or a piece of it was
+// handed out at the cap), as though a newline had been written, and
+// appends it with its '\n' to dst. A terminal would
 // go on writing that line; a caller that hands out output in units (one
 // command's, say) breaks it so that the next unit starts on a fresh line.
 func (l *Lines) Break(dst []byte) []byte {
-	if l.length() == 0 {
+	if l.length() == 0 && !l.cont {
 		l.clear()
 		return dst
 	}
@@ -105,6 +114,9 @@ func (l *Lines) writeText(dst []byte, s string) []byte {
 		if !l.edit && !l.moved && len(l.buf) == 0 {
 			var n int
 			dst, n = l.fastLines(dst, s)
+			if n > 0 {
+				l.cont = false // fastLines consumed whole lines
+			}
 			if s = s[n:]; len(s) == 0 {
 				break
 			}
@@ -138,7 +150,7 @@ func (l *Lines) writeText(dst []byte, s string) []byte {
 				dst = append(dst, l.buf...)
 				dst = append(dst, run...)
 				dst = append(dst, '\n')
-				l.buf = l.buf[:0]
+				l.buf, l.cont = l.buf[:0], false
 				continue
 			}
 			dst = l.put(dst, run)
@@ -244,8 +256,8 @@ func (l *Lines) put(dst []byte, s string) []byte {
 	return dst
 }
 
-// putAppend appends s to the byte line, committing at the cap. It returns
-// what remains of s after a commit, so put can re-dispatch.
+// putAppend appends s to the byte line, handing it out at the cap. It
+// returns what remains of s after that, so put can re-dispatch.
 func (l *Lines) putAppend(dst []byte, s string) ([]byte, string) {
 	limit := l.maxLine()
 	if len(l.buf)+len(s) <= limit {
@@ -263,13 +275,13 @@ func (l *Lines) putAppend(dst []byte, s string) ([]byte, string) {
 	l.buf = append(l.buf, s[:k]...)
 	s = s[k:]
 	if len(s) > 0 {
-		dst = l.commit(dst)
+		dst = l.flush(dst)
 	}
 	return dst, s
 }
 
 // putEdit writes s rune by rune at the cursor of the rune line. It returns
-// what remains of s after a commit at the cap.
+// what remains of s once the line is handed out at the cap.
 func (l *Lines) putEdit(dst []byte, s string) ([]byte, string) {
 	l.toEdit()
 	limit := l.maxLine()
@@ -288,7 +300,7 @@ func (l *Lines) putEdit(dst []byte, s string) ([]byte, string) {
 			old = utf8.RuneLen(l.runes[col])
 		}
 		if l.nbytes > 0 && l.nbytes-old+size > limit {
-			return l.commit(dst), s[i:]
+			return l.flush(dst), s[i:]
 		}
 		l.nbytes += size - old
 		if col < len(l.runes) {
@@ -403,7 +415,23 @@ func (l *Lines) commit(dst []byte) []byte {
 		dst = append(dst, l.buf...)
 	}
 	l.clear()
+	l.cont = false
 	return append(dst, '\n')
+}
+
+// flush appends the line so far to dst without a newline: the line is at
+// the cap and goes on from an empty buffer.
+func (l *Lines) flush(dst []byte) []byte {
+	if l.edit {
+		for _, r := range l.runes {
+			dst = utf8.AppendRune(dst, r)
+		}
+	} else {
+		dst = append(dst, l.buf...)
+	}
+	l.clear()
+	l.cont = true
+	return dst
 }
 
 func (l *Lines) clear() {

@@ -76,17 +76,17 @@ func TestLines(t *testing.T) {
 		{"controls dropped", 0, segs(tx("a\x00\x1b[b\x7f\n")), "a[b\n", ""},
 		{"C1 dropped", 0, segs(tx("a\u0085b\u009bc")), "", "abc"},
 
-		{"cap splits", 4, segs(tx("abcdefghij")), "abcd\nefgh\n", "ij"},
+		{"cap hands out pieces", 4, segs(tx("abcdefghij")), "abcdefgh", "ij"},
 		{"cap exact stays partial", 4, segs(tx("abcd")), "", "abcd"},
 		{"cap exact then newline", 4, segs(tx("abcd\n")), "abcd\n", ""},
-		{"cap across segments", 4, segs(tx("ab"), tx("cd"), tx("e")), "abcd\n", "e"},
-		{"cap at rune boundary", 4, segs(tx("aé€")), "aé\n", "€"},
+		{"cap across segments", 4, segs(tx("ab"), tx("cd"), tx("e")), "abcd", "e"},
+		{"cap at rune boundary", 4, segs(tx("aé€")), "aé", "€"},
 		{"rune wider than cap", 2, segs(tx("€")), "", "€"},
-		{"rune wider than cap then more", 2, segs(tx("€x")), "€\n", "x"},
-		{"cap on the fast path", 4, segs(tx("abcd\nabcde\nabc\r\nabcd\r\n")), "abcd\nabcd\ne\nabc\nabcd\n", ""},
-		{"cap in edit mode", 4, segs(tx("abcd\r€")), "abcd\n", "€"},
+		{"rune wider than cap then more", 2, segs(tx("€x")), "€", "x"},
+		{"cap on the fast path", 4, segs(tx("abcd\nabcde\nabc\r\nabcd\r\n")), "abcd\nabcde\nabc\nabcd\n", ""},
+		{"cap in edit mode", 4, segs(tx("abcd\r€")), "abcd", "€"},
 		{"cap in edit mode append", 4, segs(tx("ab\rxyzw")), "", "xyzw"},
-		{"cap in edit mode append more", 4, segs(tx("ab\rxyzwv")), "xyzw\n", "v"},
+		{"cap in edit mode append more", 4, segs(tx("ab\rxyzwv")), "xyzw", "v"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,29 +122,59 @@ func splitRunes(in []Segment) []Segment {
 }
 
 // TestLinesLongLineBounded writes 10 MiB without a newline and checks that
-// the default cap commits it in 1 MiB lines instead of growing.
+// the default cap hands it out in 1 MiB pieces, without newlines, instead
+// of growing.
 func TestLinesLongLineBounded(t *testing.T) {
 	var l Lines
 	chunk := tx(strings.Repeat("x", 4096))
-	var lines, maxCap int
+	var out []byte
+	maxCap := 0
 	for range 10 << 8 {
-		out := l.Write(nil, chunk)
-		for _, line := range strings.SplitAfter(string(out), "\n") {
-			if line == "" {
-				continue
-			}
-			if len(line) != DefaultMaxLineBytes+1 {
-				t.Fatalf("committed line of %d bytes", len(line))
-			}
-			lines++
-		}
+		out = l.Write(out, chunk)
 		maxCap = max(maxCap, cap(l.buf), 4*cap(l.runes))
 	}
-	if lines != 9 || len(l.Partial()) != DefaultMaxLineBytes {
-		t.Fatalf("%d lines committed, partial %d bytes", lines, len(l.Partial()))
+	if strings.Count(string(out), "\n") != 0 || len(out)+len(l.Partial()) != 10<<20 {
+		t.Fatalf("handed out %d bytes (%d newlines), partial %d bytes", len(out), strings.Count(string(out), "\n"), len(l.Partial()))
+	}
+	if len(out) != 9*DefaultMaxLineBytes || len(l.Partial()) != DefaultMaxLineBytes {
+		t.Fatalf("handed out %d bytes, partial %d, want pieces of %d", len(out), len(l.Partial()), DefaultMaxLineBytes)
 	}
 	if maxCap > 2*DefaultMaxLineBytes {
 		t.Fatalf("line buffer grew to %d bytes", maxCap)
+	}
+}
+
+// TestLinesBreakAfterPiece: a line whose pieces were all handed out is
+// still open, so Break and a newline end it with one '\n', never two.
+func TestLinesBreakAfterPiece(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []Segment
+		want string // output of the writes, then of Break
+	}{
+		{"exactly the cap, then Break", segs(tx("abcd")), "|abcd\n"},
+		{"exactly the cap, then newline", segs(tx("abcd"), tx("\n")), "abcd\n|"},
+		{"over the cap, then Break", segs(tx("abcdef")), "abcd|ef\n"},
+		{"over the cap in the fast path", segs(tx("abcd"), tx("efg\nh")), "abcdefg\n|h\n"},
+		{"a CR after a piece", segs(tx("abcdef\rX")), "abcd|Xf\n"},
+		{"a cleared rest", segs(tx("abcdef\r"), el(0)), "abcd|\n"},
+		{"nothing", nil, "|"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := Lines{MaxLineBytes: 4}
+			var out []byte
+			for _, s := range tt.in {
+				out = l.Write(out, s)
+			}
+			got := string(out) + "|" + string(l.Break(nil))
+			if got != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+			if again := l.Break(nil); len(again) != 0 {
+				t.Fatalf("a second Break gave %q", again)
+			}
+		})
 	}
 }
 

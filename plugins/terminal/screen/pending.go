@@ -111,3 +111,17 @@ func Tail(s string, limit int) string {
 	}
 	return s[i:]
 }
+
+// Viewport joins output a caller has not pulled yet and the line still
+// being written, cut to the newest limit bytes: a send's settled snapshot.
+// When the output ends inside a line (a line longer than Lines.MaxLineBytes
+// is handed out in pieces), a newline goes between the two, so the text
+// after the viewport's last newline is exactly the line still being
+// written, the part Output hands out later. A caller that has pulled
+// everything else takes that part and nothing twice.
+func Viewport(unpulled, partial string, limit int) string {
+	if unpulled != "" && unpulled[len(unpulled)-1] != '\n' {
+		return Tail(unpulled+"\n"+partial, limit)
+	}
+	return Tail(unpulled+partial, limit)
+}

@@ -82,3 +82,29 @@ func TestTail(t *testing.T) {
 		}
 	}
 }
+
+func TestViewport(t *testing.T) {
+	tests := []struct {
+		name              string
+		unpulled, partial string
+		limit             int
+		want              string
+	}{
+		{"lines and a partial", "a\nb\n", "pro", 100, "a\nb\npro"},
+		{"a piece, then the partial", "a\nxxxx", "yy", 100, "a\nxxxx\nyy"},
+		{"a piece, no partial", "xxxx", "", 100, "xxxx\n"},
+		{"only a partial", "", "yy", 100, "yy"},
+		{"cut to the limit", "a\nxxxx", "yy", 4, "x\nyy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Viewport(tt.unpulled, tt.partial, tt.limit)
+			if got != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+			if last := got[strings.LastIndexByte(got, '\n')+1:]; last != tt.partial {
+				t.Fatalf("last line %q is not the partial %q", last, tt.partial)
+			}
+		})
+	}
+}
