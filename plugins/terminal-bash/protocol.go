@@ -106,7 +106,7 @@ func (p *recordParser) feed(chunk []byte, out []record) []record {
 			break
 		}
 		if r, ok := parseRecord(p.buf[nul+1 : nul+nl]); ok {
-			r.notices = string(p.buf[:nul])
+			r.notices = dropRunning(string(p.buf[:nul]))
 			out = append(out, r)
 		}
 		p.buf = p.buf[nul+nl+1:]
@@ -118,6 +118,29 @@ func (p *recordParser) feed(chunk []byte, out []record) []record {
 		p.buf = nil
 	}
 	return out
+}
+
+// dropRunning removes the notices of jobs that are running: a job that
+// was continued (`bg`, `kill -CONT`) is reported by `jobs -n` once the
+// shell learns of it, usually after the command that continued it. Bash
+// itself never announces running jobs at its prompt, so neither does dsh.
+// A notice's command can span lines; its later lines go with it.
+func dropRunning(notices string) string {
+	if !strings.Contains(notices, "Running") {
+		return notices
+	}
+	var b strings.Builder
+	skipping := false
+	for line := range strings.SplitAfterSeq(notices, "\n") {
+		if strings.HasPrefix(line, "[") {
+			_, rest, _ := strings.Cut(line, "]")
+			skipping = strings.HasPrefix(strings.TrimLeft(rest, "+- "), "Running ")
+		}
+		if !skipping {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }
 
 func parseRecord(b []byte) (record, bool) {

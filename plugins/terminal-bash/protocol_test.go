@@ -41,6 +41,25 @@ func TestRecordParser(t *testing.T) {
 	}
 }
 
+func TestDropRunning(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"none", "", ""},
+		{"done kept", "[1]+  Done                    sleep 1\n", "[1]+  Done                    sleep 1\n"},
+		{"running dropped", "[1]+  Running                 sleep 100 &\n", ""},
+		{"multi-line running dropped with its lines",
+			"[1]-  Running                 for i in 1 2; do\n    sleep 9;\ndone &\n[2]+  Exit 3                  false\n",
+			"[2]+  Exit 3                  false\n"},
+		{"a command that says Running stays", "[1]+  Done                    echo Running \n", "[1]+  Done                    echo Running \n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := dropRunning(tt.in); got != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 // The parser holds at most maxPendingRecord bytes of a record that never
 // ends.
 func TestRecordParserBound(t *testing.T) {
