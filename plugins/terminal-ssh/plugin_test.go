@@ -83,7 +83,10 @@ func TestBashToolThroughPlugin(t *testing.T) {
 	}
 	started.Close()
 	srv.killServing()
-	if got := <-result; !strings.Contains(got, "shell exited") || !strings.Contains(got, "reset") {
+	// Killing sshd's processes one by one, the test may leave one alive
+	// long enough to report the shell's end (SIGPIPE, writing to a dead
+	// peer): either way the shell is gone and the result says so.
+	if got := <-result; !(strings.Contains(got, "[shell exited") || strings.Contains(got, "[shell killed by signal: ")) || !strings.Contains(got, "reset") {
 		t.Errorf("killed mid-command: %q, want the shell exit and the reset", got)
 	}
 	if got := call(`echo "again $KEEP."`); !strings.HasPrefix(got, "again .") {
