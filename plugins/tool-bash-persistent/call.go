@@ -16,7 +16,7 @@ import (
 // Model-visible texts. The first three are the original tool's, verbatim.
 const (
 	resetNotice       = "The persistent bash shell was reset; the next bash call starts from the workspace with a fresh current directory and environment."
-	timeoutHeader     = "Your command timed out after %d seconds or experienced an OOM error. Below is partial output:"
+	timeoutHeader     = "Your command timed out after %s seconds or experienced an OOM error. Below is partial output:"
 	exitCodeLine      = "[exit code: %d]"
 	interactiveNotice = "[The command was waiting for interactive input, which this tool does not provide, so it was interrupted. Pass input non-interactively: arguments, a pipe, a here-document, or a --yes style flag.]"
 	strayHeader       = "[output from background jobs since the previous call]"
@@ -24,6 +24,10 @@ const (
 	unusableShell     = "[The shell was not at its prompt (a program had taken its terminal), so it was replaced. The command ran in a new shell.]"
 	continuedShell    = "[The shell had been stopped (SIGSTOP); it was continued.]"
 	droppedBackground = "[Older output of background jobs was dropped; what follows is the newest.]"
+	// savedLine ends a clipped result: some clients cut the middle of a
+	// long result, which is where the clipping notice names the file.
+	savedLine   = "[full output: %s]"
+	savedBgLine = "[output of background jobs: %s]"
 )
 
 // Kill reasons, as the terminals service records them.
@@ -83,6 +87,9 @@ func (p *plugin) call(ctx context.Context, owner *host.Owner, args Args) (string
 	if ctx.Err() != nil {
 		return "", fmt.Errorf("bash call cancelled before it ran: %w", context.Cause(ctx))
 	}
+	if err := st.awaitClosed(ctx); err != nil {
+		return "", fmt.Errorf("bash call cancelled before it ran: %w", err)
+	}
 
 	timeout := time.Duration(p.cfg.TimeoutMs) * time.Millisecond
 	dctx, cancelDeadline := context.WithTimeoutCause(ctx, timeout, errTimedOut)
@@ -111,6 +118,14 @@ type run struct {
 	// exit is the command's status once it completed; -1 otherwise.
 	exit    int
 	notices string
+	// live is the send started last, until drain has seen it settle: a
+	// deadline that ends a wait leaves it in flight.
+	live terminal.Send
+	// timedOut: the call is past its deadline and handling that.
+	timedOut bool
+	// held, when set, takes the output instead of out, keeping its last
+	// lines back (see heldTail).
+	held *heldTail
 }
 
 func (r *run) terms() *terminal.Service { return r.p.terms }
@@ -129,7 +144,11 @@ func (r *run) execute(command string) (string, error) {
 	defer r.bg.close()
 	r.exit, r.notices, r.pending = -1, "", ""
 
-	send, err := r.terms().Exec(r.ctx, r.owner(), r.st.shellID, terminal.ExecRequest{
+	// Sends run under the call's context without its deadline: a send that
+	// outlives it is not cancelled (a SIGINT), because what happens to the
+	// command at the deadline is timeoutAction's to decide. Its own bound
+	// still ends it at the deadline.
+	send, err := r.terms().Exec(r.parent, r.owner(), r.st.shellID, terminal.ExecRequest{
 		Command: command, Stream: true, Timeout: r.remaining(0),
 	})
 	switch {
@@ -138,6 +157,7 @@ func (r *run) execute(command string) (string, error) {
 	case err != nil:
 		return r.sendFailed(err)
 	}
+	r.live = send
 	for {
 		res, err := r.drain(send)
 		switch {
@@ -240,7 +260,11 @@ func (r *run) startSend(limit time.Duration) (terminal.Send, error) {
 		<-r.ctx.Done()
 		return nil, context.Cause(r.ctx)
 	}
-	return r.terms().StartSend(r.ctx, r.owner(), r.st.shellID, terminal.SendRequest{Stream: true, Timeout: bound})
+	send, err := r.terms().StartSend(r.parent, r.owner(), r.st.shellID, terminal.SendRequest{Stream: true, Timeout: bound})
+	if err == nil {
+		r.live = send
+	}
+	return send, err
 }
 
 func deadline(ctx context.Context) time.Time {
@@ -264,11 +288,18 @@ func (r *run) drain(send terminal.Send) (terminal.SendResult, error) {
 		}
 		// A held line comes again, completed, at the start of text.
 		r.pending = ""
-		r.out.write(text)
+		if r.held != nil {
+			r.held.write(text)
+		} else {
+			r.out.write(text)
+		}
 	}
 	res, err := send.Wait(r.ctx)
 	if err != nil {
 		return res, err
+	}
+	if r.live == send {
+		r.live = nil
 	}
 	// Output has returned every complete line; only the line still being
 	// written is new in the viewport.
@@ -296,38 +327,26 @@ func (r *run) drain(send terminal.Send) (terminal.SendResult, error) {
 // output so far with a notice. The next command is never typed into the
 // waiting program.
 func (r *run) interrupt() (string, error) {
-	for _, sig := range interruptSignals {
-		if _, err := r.terms().Signal(r.ctx, r.owner(), r.st.shellID, sig); err != nil {
-			if r.ctx.Err() != nil {
-				return r.stopped()
-			}
-			break // the shell itself is in the foreground, or gone: reset below
-		}
-		send, err := r.startSend(interruptStep)
-		if err != nil {
-			return r.sendFailed(err)
-		}
-		res, err := r.drain(send)
-		switch {
-		case r.ctx.Err() != nil:
-			return r.stopped()
-		case err != nil:
-			return r.sendFailed(err)
-		case exited(res):
-			r.prefix = append(r.prefix, interactiveNotice)
-			return r.shellExited(res.Status), nil
-		case res.Prompt:
-			// The status of an interrupted command is noise, and so is the
-			// newline bash prints when a builtin's read is interrupted.
-			r.exit = -1
-			r.flushPending()
-			r.out.trimTrailingNewlines()
-			return joinNonEmpty(r.renderOutput(), interactiveNotice), nil
-		}
+	o, _, res, err := r.signalUntilPrompt(interruptSignals, func(terminal.Signal) time.Duration { return interruptStep })
+	switch {
+	case r.ctx.Err() != nil:
+		return r.stopped()
+	case err != nil:
+		return r.sendFailed(err)
+	case o == shellGone:
+		r.prefix = append(r.prefix, interactiveNotice)
+		return r.shellExited(res.Status), nil
+	case o == backAtPrompt:
+		// The status of an interrupted command is noise, and so is the
+		// newline bash prints when a builtin's read is interrupted.
+		r.exit = -1
+		r.flushPending()
+		r.out.trimTrailingNewlines()
+		return r.result(r.renderOutput(), interactiveNotice), nil
 	}
 	out := r.renderOutput()
 	r.reset(reasonStuck)
-	return joinNonEmpty(out, interactiveNotice, resetNotice), nil
+	return r.result(out, interactiveNotice, resetNotice), nil
 }
 
 // respond renders a call whose command ended: its output, its job
@@ -335,9 +354,25 @@ func (r *run) interrupt() (string, error) {
 func (r *run) respond() string {
 	out := r.renderOutput()
 	if r.exit > 0 {
-		return joinNonEmpty(out, fmt.Sprintf(exitCodeLine, r.exit))
+		return r.result(out, fmt.Sprintf(exitCodeLine, r.exit))
 	}
-	return out
+	return r.result(out)
+}
+
+// result joins the non-empty parts of a call's result and, when output was
+// clipped, ends it with the saved file's path.
+func (r *run) result(parts ...string) string {
+	if r.out != nil {
+		if p := r.out.saved(); p != "" {
+			parts = append(parts, fmt.Sprintf(savedLine, p))
+		}
+	}
+	if r.bg != nil {
+		if p := r.bg.saved(); p != "" {
+			parts = append(parts, fmt.Sprintf(savedBgLine, p))
+		}
+	}
+	return joinNonEmpty(parts...)
 }
 
 // shellExited renders a call whose shell died, and resets the owner.
@@ -350,7 +385,7 @@ func (r *run) shellExited(status terminal.Status) string {
 	}
 	out := r.renderOutput()
 	r.reset(reasonExited)
-	return joinNonEmpty(out, exitMarker(status), resetNotice)
+	return r.result(out, exitMarker(status), resetNotice)
 }
 
 // stopped handles the call's end from outside: the deadline gives the
@@ -361,14 +396,8 @@ func (r *run) stopped() (string, error) {
 		r.reset(reasonAborted)
 		return "", errOwnerClosed
 	}
-	if errors.Is(context.Cause(r.ctx), errTimedOut) && r.parent.Err() == nil {
-		partial := ""
-		if r.out != nil {
-			partial = r.renderOutput()
-		}
-		r.reset(reasonTimedOut)
-		secs := int(math.Round(float64(r.p.cfg.TimeoutMs) / 1000))
-		return fmt.Sprintf(timeoutHeader, secs) + "\n" + partial + "\n" + resetNotice, nil
+	if errors.Is(context.Cause(r.ctx), errTimedOut) && r.parent.Err() == nil && !r.timedOut {
+		return r.onTimeout()
 	}
 	cause := context.Cause(r.parent)
 	r.reset(reasonAborted)
@@ -398,6 +427,32 @@ func (r *run) reset(reason string) {
 	if _, err := r.terms().Kill(ctx, r.owner(), id, reason); err != nil && !errors.Is(err, terminal.ErrNoSession) {
 		r.p.logger.Warn("closing a bash shell failed", "owner", r.owner().ID(), "session", id, "reason", reason, "err", err)
 	}
+}
+
+// resetInBackground closes the owner's shell without waiting for it: a
+// program that ignores SIGTERM keeps a close going for disposeGraceMs, and
+// a timeout must not answer that late. The owner's next call waits until
+// the close is over before it starts a shell.
+func (r *run) resetInBackground(reason string) {
+	id := r.st.shellID
+	if id == "" {
+		return
+	}
+	r.st.shellID = ""
+	done := make(chan struct{})
+	r.st.closing = done
+	// Counted with the calls, so an unload waits for it.
+	r.p.inflight.Add(1)
+	owner := r.owner()
+	go func() {
+		defer r.p.inflight.Done()
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.parent), killBound)
+		defer cancel()
+		if _, err := r.terms().Kill(ctx, owner, id, reason); err != nil && !errors.Is(err, terminal.ErrNoSession) {
+			r.p.logger.Warn("closing a bash shell failed", "owner", owner.ID(), "session", id, "reason", reason, "err", err)
+		}
+	}()
 }
 
 // flushPending hands the held line to the output: the call is ending, and

@@ -16,14 +16,38 @@ const DefaultDescription = "Run commands in a persistent bash shell. State, incl
 // tools hidden behind a tool search).
 const DefaultInstructions = "dsh gives you a persistent bash shell through the bash tool. The shell lives across calls: the current directory, exported variables, functions, activated environments and background jobs stay as you left them. Long output keeps its beginning and its end, and the whole output is saved to a file named in the result. A program that waits for input is interrupted at once: pass input with arguments, a pipe, a here-document or a --yes style flag. A call that runs past its timeout returns what it printed, and the shell is reset."
 
+// timeoutSentences end the default instructions, for each TimeoutAction.
+var timeoutSentences = map[string]string{
+	TimeoutReset:      "A call that runs past its timeout returns what it printed, and the shell is reset.",
+	TimeoutInterrupt:  "A call that runs past its timeout returns what it printed; the command is interrupted and the shell is kept.",
+	TimeoutBackground: "A call that runs past its timeout returns what it printed; the command goes on as a background job of the same shell, which you can wait for or kill.",
+}
+
+// instructions are the server instructions the tool sends: the configured
+// ones, or when those are the default, the default told for the configured
+// timeout action.
+func (c *Config) instructions() string {
+	if c.Instructions != DefaultInstructions {
+		return c.Instructions
+	}
+	return strings.TrimSuffix(DefaultInstructions, timeoutSentences[TimeoutReset]) + timeoutSentences[c.TimeoutAction]
+}
+
 // Config configures the bash tool.
 type Config struct {
 	// BackendType is the terminals backend each owner's shell runs on.
 	BackendType string `json:"backendType"`
 	// TimeoutMs bounds one whole call in milliseconds, including starting the
-	// owner's shell. A call that runs longer returns its partial output and
-	// the shell is reset.
+	// owner's shell. A call that runs longer returns its partial output;
+	// TimeoutAction says what becomes of the command and the shell.
 	TimeoutMs int `json:"timeoutMs"`
+	// TimeoutAction is what a call does with a command that runs past
+	// TimeoutMs: "reset" closes the shell (the original's contract);
+	// "interrupt" signals the command (SIGINT, then SIGTERM, then SIGKILL)
+	// and keeps the shell; "background" stops the command and resumes it as
+	// a background job of the same shell (a command that ignores SIGTSTP is
+	// interrupted instead). The shell is reset when it does not come back.
+	TimeoutAction string `json:"timeoutAction"`
 	// MaxOutputChars bounds the output shown to the model, in characters
 	// (Unicode code points). Longer output keeps its beginning and its end;
 	// the whole output is saved to a file named in the result.
@@ -44,6 +68,7 @@ func DefaultConfig() *Config {
 	return &Config{
 		BackendType:    "shell",
 		TimeoutMs:      300000,
+		TimeoutAction:  TimeoutReset,
 		MaxOutputChars: 16000,
 		Description:    DefaultDescription,
 		Instructions:   DefaultInstructions,
@@ -60,6 +85,8 @@ func (c *Config) Validate() error {
 		return host.FieldErrorf("backendType", "tool-bash-persistent: backendType must be non-empty")
 	case c.TimeoutMs <= 0 || c.TimeoutMs > maxTimeoutMs:
 		return host.FieldErrorf("timeoutMs", "tool-bash-persistent: timeoutMs must be a positive safe integer")
+	case c.TimeoutAction != TimeoutReset && c.TimeoutAction != TimeoutInterrupt && c.TimeoutAction != TimeoutBackground:
+		return host.FieldErrorf("timeoutAction", "tool-bash-persistent: timeoutAction must be one of reset, interrupt, background; got %q", c.TimeoutAction)
 	case c.MaxOutputChars <= 0:
 		return host.FieldErrorf("maxOutputChars", "tool-bash-persistent: maxOutputChars must be a positive safe integer")
 	case strings.TrimSpace(c.Description) == "":

@@ -31,8 +31,15 @@
 //     (something interrupted it, or it replaced the shell): the output so
 //     far, without an exit code;
 //   - silence without proof: the command is still running; wait again;
-//   - the deadline: the timeout header, the partial output, and the reset
-//     notice (a result, not an error);
+//   - the deadline: the timeout header, the partial output, and what
+//     timeoutAction did (a result, not an error): "reset" closes the shell
+//     in the background and adds the reset notice; "interrupt" signals the
+//     foreground job as for a waiting program and keeps the shell;
+//     "background" stops the job (SIGTSTP) and resumes it with bg as a
+//     background job of the same shell, falling back to interrupting it
+//     when it does not stop. Only a shell that does not come back is reset.
+//     Sends run without the deadline, so it is the action that decides the
+//     command's fate, not a cancellation's SIGINT;
 //   - the caller cancels: the shell is reset and the call fails with the
 //     cancellation.
 //
@@ -47,7 +54,11 @@
 // maxOutputChars characters (code points, never split) keeps its beginning
 // and its end, cut at line breaks when one is near, around a notice saying
 // how many characters and lines were left out and naming a file holding the
-// whole output, in a per-owner directory removed with the owner. Nothing is
+// whole output, in a per-owner directory removed with the owner; the
+// result's last line names that file again, since some clients cut the
+// middle of a long result. The file holds the output byte for byte: the
+// backend hands a line longer than its buffers out in pieces, without
+// newlines between them. Nothing is
 // lost to a scrollback limit: the call streams every line as it is produced
 // (the backend holds the terminal back while the call is behind).
 //
@@ -80,4 +91,7 @@
 //     so no output can fake them, and a model's prompt settings never show.
 //   - A shell that died between calls is reported at the start of the next
 //     result, and the command runs in a fresh shell.
+//   - A timeout answers at timeoutMs (the original waited for the shell's
+//     kill), says its real duration ("0.5 seconds", not "0 seconds"), and
+//     can keep the shell (timeoutAction).
 package bashtool

@@ -65,8 +65,27 @@ type ownerState struct {
 	queue  fifo
 
 	shellID string // "" when the owner has no shell
+	// closing is closed once the shell a timeout reset in the background
+	// is gone; nil when there is none.
+	closing chan struct{}
 	outDir  string // created on first use, for full outputs
 	outSeq  int
+}
+
+// awaitClosed waits until the shell a timeout left closing is gone, so a
+// call never runs beside it (it may hold files, ports or locks the command
+// needs) and never sees its output.
+func (st *ownerState) awaitClosed(ctx context.Context) error {
+	if st.closing == nil {
+		return nil
+	}
+	select {
+	case <-st.closing:
+		st.closing = nil
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 func apply(pctx *host.Context, cfg *Config) error {
@@ -89,7 +108,7 @@ func apply(pctx *host.Context, cfg *Config) error {
 	if err != nil {
 		return err
 	}
-	tool.Instructions = cfg.Instructions
+	tool.Instructions = cfg.instructions()
 	unregister, err := tools.Register(tool)
 	if err != nil {
 		return err

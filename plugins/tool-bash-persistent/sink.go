@@ -197,6 +197,15 @@ func (s *sink) text() string {
 	return fmt.Sprintf("%s[... %d characters (%d lines) omitted%s ...]\n%s", head, omitted, max(omittedLines, 0), where, tail)
 }
 
+// saved is the file holding the whole output, when the output was clipped
+// and the file was written without error; "" otherwise.
+func (s *sink) saved() string {
+	if !s.overflow || s.fileErr != nil {
+		return ""
+	}
+	return s.path
+}
+
 // runeOffset returns the byte offset of the n-th rune of s (len(s) if s is
 // shorter).
 func runeOffset(s string, n int) int {

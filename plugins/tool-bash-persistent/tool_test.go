@@ -245,7 +245,7 @@ func TestPipelineReadingAPipeIsNotInteractive(t *testing.T) {
 func TestLongOutputKeepsHeadAndTail(t *testing.T) {
 	hs := newHarness(t, "{maxOutputChars: 2000}", "")
 	o := hs.owner(t, "long")
-	got := hs.run(t, o, "seq 1 100000")
+	got := withoutSavedLines(t, hs.run(t, o, "seq 1 100000"))
 	if !strings.HasPrefix(got, "1\n2\n3\n") || !strings.HasSuffix(got, "\n99999\n100000") {
 		t.Fatalf("head or tail missing: %q...%q", got[:40], got[len(got)-40:])
 	}
@@ -289,7 +289,7 @@ func TestTimeoutReturnsPartialOutput(t *testing.T) {
 	hs := newHarness(t, "{timeoutMs: 1500}", "")
 	o := hs.owner(t, "timeout")
 	got := hs.run(t, o, "echo partial; sleep 30")
-	want := "Your command timed out after 2 seconds or experienced an OOM error. Below is partial output:\npartial\n" + reset
+	want := "Your command timed out after 1.5 seconds or experienced an OOM error. Below is partial output:\npartial\n" + reset
 	if got != want {
 		t.Fatalf("got %q\nwant %q", got, want)
 	}
@@ -406,6 +406,9 @@ func TestInstructions(t *testing.T) {
 		{"", bashtool.DefaultInstructions},
 		{`{instructions: "Use the shell."}`, "Use the shell."},
 		{`{instructions: ""}`, ""},
+		{`{timeoutAction: interrupt}`, strings.Replace(bashtool.DefaultInstructions, "returns what it printed, and the shell is reset.", "returns what it printed; the command is interrupted and the shell is kept.", 1)},
+		{`{timeoutAction: background}`, strings.Replace(bashtool.DefaultInstructions, "returns what it printed, and the shell is reset.", "returns what it printed; the command goes on as a background job of the same shell, which you can wait for or kill.", 1)},
+		{`{timeoutAction: background, instructions: "Mine."}`, "Mine."},
 	} {
 		hs := newHarness(t, tt.config, "")
 		if got := hs.h.Tools().List()[0].Instructions; got != tt.want {
