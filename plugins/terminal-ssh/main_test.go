@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	shared.stop()
 	os.RemoveAll(dir)
+	if builtBackendDir != "" {
+		os.RemoveAll(builtBackendDir)
+	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutines left after the tests:", err)
