@@ -113,7 +113,8 @@ check_call "$dsh" serve --workdir "$work/ws"
 gone "$shell_pid" || fail "stdio: shell $shell_pid outlived dsh serve"
 
 step "http: starting dsh serve --http"
-"$dsh" serve --http 127.0.0.1:0 --workdir "$work/ws" 2>"$work/http.log" &
+mkdir -m 0700 "$work/run"
+XDG_RUNTIME_DIR="$work/run" "$dsh" serve --http 127.0.0.1:0 --workdir "$work/ws" 2>"$work/http.log" &
 server_pid=$!
 url=
 for _ in $(seq 100); do
@@ -123,10 +124,17 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 [ -n "$url" ] || fail "dsh serve --http did not print its address: $(cat "$work/http.log")"
+token_file=$(sed -n 's|^dsh: clients must send "Authorization: Bearer <token>"; the token is in \([^ ]*\) .*|\1|p' "$work/http.log")
+[ -n "$token_file" ] && [ -r "$token_file" ] || fail "dsh serve --http did not say where its token is: $(cat "$work/http.log")"
+step "http: tools/list without the token is refused"
+if inspector "$url" --method tools/list >"$work/noauth.json" 2>&1; then
+	fail "tools/list without a token succeeded: $(cat "$work/noauth.json")"
+fi
+auth="Authorization: Bearer $(cat "$token_file")"
 step "http: tools/list at $url"
-check_list "$url"
+check_list "$url" --header "$auth"
 step "http: tools/call bash"
-check_call "$url"
+check_call "$url" --header "$auth"
 kill -0 "$shell_pid" 2>/dev/null || fail "http: the session's shell is gone while dsh still serves"
 kill -TERM "$server_pid"
 status=0

@@ -315,13 +315,53 @@ type httpDsh struct {
 	stderr *syncBuffer
 	exited chan error
 	client *http.Client
+	// authLine is what dsh said about authentication.
+	authLine string
 }
 
 var servingLine = regexp.MustCompile(`^dsh: serving MCP \(streamable HTTP\) at (http://\S+/mcp)$`)
 
+// testToken is the bearer token startHTTP's servers accept.
+const testToken = "e2e-test-token-0123456789abcdefghijklmnop"
+
+// startHTTP starts `dsh serve --http` with args, accepting testToken from
+// a --token-file; the returned client sends it.
 func startHTTP(t testing.TB, args ...string) *httpDsh {
 	t.Helper()
+	tokenFile := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokenFile, []byte(testToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startHTTPRaw(t, append([]string{"--token-file", tokenFile}, args...)...)
+	d.client.Transport = bearer{testToken, d.client.Transport}
+	return d
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// startHTTPRaw starts `dsh serve --http 127.0.0.1:0` with args as given.
+func startHTTPRaw(t testing.TB, args ...string) *httpDsh {
+	t.Helper()
+	return startHTTPEnv(t, nil, args...)
+}
+
+// startHTTPEnv is startHTTPRaw with env added to dsh's environment. The
+// first two lines dsh prints (the address, then how clients authenticate)
+// are read before it returns.
+func startHTTPEnv(t testing.TB, env []string, args ...string) *httpDsh {
+	t.Helper()
 	cmd := exec.Command(dshBinary(t), append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -339,6 +379,12 @@ func startHTTP(t testing.TB, args ...string) *httpDsh {
 		t.Fatalf("first stderr line %q (%v), want the serving address", first, err)
 	}
 	d.url = m[1]
+	if d.authLine, err = br.ReadString('\n'); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("second stderr line %q: %v", d.authLine, err)
+	}
+	d.authLine = strings.TrimSuffix(d.authLine, "\n")
 	go func() {
 		io.Copy(d.stderr, br)
 		d.exited <- cmd.Wait()
@@ -535,4 +581,81 @@ func TestE2EStdioClientDiesWithStderr(t *testing.T) {
 	}
 	cs.Close()
 	assertGone(t, pid)
+}
+
+var tokenLine = regexp.MustCompile(`^dsh: clients must send "Authorization: Bearer <token>"; the token is in (\S+) \(removed when dsh stops\)$`)
+
+// TestE2EHTTPTokenByDefault: serving HTTP makes a token, writes it where
+// only this user can read it, says where, and refuses every request
+// without it. The file goes when dsh stops.
+func TestE2EHTTPTokenByDefault(t *testing.T) {
+	runtime := t.TempDir()
+	d := startHTTPEnv(t, []string{"XDG_RUNTIME_DIR=" + runtime})
+	m := tokenLine.FindStringSubmatch(d.authLine)
+	if m == nil {
+		t.Fatalf("auth line %q", d.authLine)
+	}
+	path := m[1]
+	if filepath.Dir(path) != filepath.Join(runtime, "dsh") {
+		t.Fatalf("token file %s is not in $XDG_RUNTIME_DIR/dsh", path)
+	}
+	for p, want := range map[string]os.FileMode{path: 0o600, filepath.Dir(path): 0o700 | os.ModeDir} {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode() != want {
+			t.Fatalf("%s: mode %v (%v), want %v", p, fi.Mode(), err, want)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(data))
+	if len(token) != 43 {
+		t.Fatalf("token %q: want 256 bits in base64url", token)
+	}
+
+	// Without the token (or with a wrong one) nothing is served.
+	for _, auth := range []string{"", "Bearer " + strings.Repeat("x", 43), "Basic " + token} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, d.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := d.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("Authorization %q: %s, want 401", auth, resp.Status)
+		}
+	}
+	d.client.Transport = bearer{token, d.client.Transport}
+	cs := d.connect(t)
+	if text, _ := bash(t, cs, "echo authenticated"); text != "authenticated" {
+		t.Fatalf("with the token: %q", text)
+	}
+	cs.Close()
+	d.stop(t, syscall.SIGTERM)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the token file outlived dsh: %v", err)
+	}
+}
+
+// TestE2EHTTPNoAuthIsLoud: --no-auth serves on loopback, and says what it
+// gives away.
+func TestE2EHTTPNoAuthIsLoud(t *testing.T) {
+	d := startHTTPRaw(t, "--no-auth")
+	if !strings.HasPrefix(d.authLine, "dsh: WARNING: --no-auth: any local user") {
+		t.Fatalf("auth line %q", d.authLine)
+	}
+	cs := d.connect(t)
+	defer cs.Close()
+	if text, _ := bash(t, cs, "echo open"); text != "open" {
+		t.Fatalf("without auth: %q", text)
+	}
 }

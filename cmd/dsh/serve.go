@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/mcpfront"
 )
@@ -33,6 +35,10 @@ func serveCommand(g *globals) *cobra.Command {
 		addr        string
 		idleTimeout time.Duration
 		orphanGrace time.Duration
+		tokenFile   string
+		noAuth      bool
+		allowed     []string
+		maxSessions int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -42,13 +48,22 @@ name, description and input schema. By default it speaks MCP over
 stdin/stdout, for a client that starts dsh itself; with --http it serves
 streamable HTTP at /mcp on ADDR.
 
+Over HTTP every request must carry a bearer token: a fresh one is made at
+start and written, readable by you only, to a file in your runtime
+directory ($XDG_RUNTIME_DIR/dsh), whose path dsh prints together with
+client settings to paste; --token-file names your own (one token per
+line, each its own identity). --no-auth turns that off, on a loopback
+address only. Requests must name this server in their Host header: a
+loopback name, the listen host, or an --allowed-host.
+
 One MCP session is one owner: its own shell, started in --workdir, closed
 when the session ends (stdin EOF; over HTTP a DELETE or --idle-timeout).
 Stdin EOF, SIGINT or SIGTERM closes every shell and exits 0. Logs go to
 stderr, never to stdout.`,
 		Example: `  dsh serve
   dsh serve --workdir ~/project
-  dsh serve --http 127.0.0.1:8080`,
+  dsh serve --http 127.0.0.1:8080
+  dsh serve --http 0.0.0.0:8080 --token-file ~/.config/dsh/tokens --allowed-host devbox.lan`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			wd, err := resolveWorkdir(workdir)
@@ -61,10 +76,31 @@ stderr, never to stdout.`,
 			if idleTimeout < 0 {
 				return usageError{fmt.Errorf("--idle-timeout %s: must not be negative", idleTimeout)}
 			}
+			for _, name := range []string{"token-file", "no-auth", "allowed-host", "max-sessions"} {
+				if addr == "" && cmd.Flags().Changed(name) {
+					return usageError{fmt.Errorf("--%s needs --http", name)}
+				}
+			}
+			if noAuth && tokenFile != "" {
+				return usageError{errors.New("--no-auth and --token-file contradict each other")}
+			}
+			if maxSessions < 0 {
+				return usageError{fmt.Errorf("--max-sessions %d: must not be negative", maxSessions)}
+			}
+			var tokens *mcpfront.Tokens
+			if tokenFile != "" {
+				if tokens, err = readTokenFile(tokenFile); err != nil {
+					return usageError{err}
+				}
+			}
 			var ln net.Listener
 			if addr != "" {
-				if _, _, err := net.SplitHostPort(addr); err != nil {
+				host, _, err := net.SplitHostPort(addr)
+				if err != nil {
 					return usageError{fmt.Errorf("--http %q: want host:port: %w", addr, err)}
+				}
+				if noAuth && !loopbackListen(host) {
+					return usageError{fmt.Errorf("--no-auth on %q: anyone who can reach that address could run commands as you; serve a loopback address, or keep authentication", addr)}
 				}
 				// Listen before loading: a taken port fails fast, with
 				// no plugin started.
@@ -93,7 +129,15 @@ stderr, never to stdout.`,
 			if ln == nil {
 				err = serveStdio(ctx, g, front, h.Logger())
 			} else {
-				err = serveHTTP(ctx, g, front, ln, mcpfront.HTTPOptions{IdleTimeout: idleTimeout, OrphanGrace: orphanGrace}, h.Logger())
+				opts := mcpfront.HTTPOptions{
+					IdleTimeout:  idleTimeout,
+					OrphanGrace:  orphanGrace,
+					Tokens:       tokens,
+					ListenHost:   listenHost(ln.Addr()),
+					AllowedHosts: allowed,
+					MaxSessions:  maxSessions,
+				}
+				err = serveHTTP(ctx, g, front, ln, opts, !noAuth, h.Logger())
 			}
 			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 			defer cancel()
@@ -105,6 +149,10 @@ stderr, never to stdout.`,
 	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP at /mcp on this host:port instead of stdio")
 	cmd.Flags().DurationVar(&idleTimeout, "idle-timeout", time.Hour, "with --http: close a session and its shell after this long without a request (0: never)")
 	cmd.Flags().DurationVar(&orphanGrace, "orphan-grace", mcpfront.DefaultOrphanGrace, "with --http: close a session this long after its client closed its event stream, if no call runs and no request came (negative: never)")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "with --http: accept the bearer tokens in this file (one per line, private to you) instead of a fresh one")
+	cmd.Flags().BoolVar(&noAuth, "no-auth", false, "with --http on a loopback address: accept requests without a token (any local user or process can then run commands as you)")
+	cmd.Flags().StringArrayVar(&allowed, "allowed-host", nil, "with --http: a further name requests may carry in their Host header (repeatable)")
+	cmd.Flags().IntVar(&maxSessions, "max-sessions", defaultMaxSessions(), "with --http: the most sessions (each with its shell) open at once; 0: no bound")
 	return cmd
 }
 
@@ -179,19 +227,50 @@ func serveStdio(ctx context.Context, g *globals, front *mcpfront.Front, logger *
 	return front.Serve(ctx, &mcpfront.StdioTransport{Reader: in, Writer: g.stdout, Logger: logger})
 }
 
-// serveHTTP serves streamable HTTP on ln until ctx is done.
-func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Listener, opts mcpfront.HTTPOptions, logger *slog.Logger) error {
+// serveHTTP serves streamable HTTP on ln until ctx is done. With auth and
+// no tokens in opts, it makes one and writes it to the runtime directory
+// for the time it serves.
+func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Listener, opts mcpfront.HTTPOptions, auth bool, logger *slog.Logger) error {
+	url := fmt.Sprintf("http://%s/mcp", ln.Addr())
+	var notes []string
+	switch {
+	case !auth:
+		notes = append(notes, "WARNING: --no-auth: any local user, container or sandboxed process that reaches "+url+" can run commands as you")
+	case opts.Tokens == nil:
+		token := mcpfront.NewToken()
+		path, err := writeTokenFile(ln.Addr(), token)
+		if err != nil {
+			return err
+		}
+		defer os.Remove(path)
+		if opts.Tokens, err = mcpfront.NewTokens(token); err != nil {
+			return err
+		}
+		notes = append(notes, fmt.Sprintf(`clients must send "Authorization: Bearer <token>"; the token is in %s (removed when dsh stops)`, path))
+		for _, s := range clientSnippets(url, path) {
+			notes = append(notes, "  "+s)
+		}
+	default:
+		notes = append(notes, `clients must send "Authorization: Bearer <token>" with a token of --token-file`)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", front.Handler(opts))
 	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 30 * time.Second,
+		Handler: mux,
+		// A client that connects and sends nothing, or stays idle between
+		// requests, gives its connection back; a trickled body is bounded
+		// by the handler.
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	// Not a log record: the one line a person needs, at any --log-level.
-	fmt.Fprintf(g.stderr, "dsh: serving MCP (streamable HTTP) at http://%s/mcp\n", ln.Addr())
+	// Not log records: the lines a person needs, at any --log-level.
+	fmt.Fprintf(g.stderr, "dsh: serving MCP (streamable HTTP) at %s\n", url)
+	for _, n := range notes {
+		fmt.Fprintf(g.stderr, "dsh: %s\n", n)
+	}
 	select {
 	case err := <-served:
 		return fmt.Errorf("http: %w", err)
@@ -212,6 +291,41 @@ func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Li
 	}
 	<-served // http.ErrServerClosed
 	return errors.Join(closeErr, shutdownErr)
+}
+
+// loopbackListen reports whether a listen host is a loopback address or
+// name (and not a wildcard, which listens everywhere).
+func loopbackListen(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// listenHost is the host requests may name besides loopback ones: the
+// listen address's IP, or "" for a wildcard.
+func listenHost(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || tcp.IP.IsUnspecified() {
+		return ""
+	}
+	return tcp.IP.String()
+}
+
+// defaultMaxSessions sizes --max-sessions for this machine: each session
+// has a shell (a few MiB) and a handful of descriptors.
+func defaultMaxSessions() int {
+	n := 4096
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err == nil {
+		n = min(n, int(min(rl.Cur/16, uint64(n))))
+	}
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err == nil {
+		n = min(n, int(uint64(si.Totalram)*uint64(si.Unit)/(8<<20)))
+	}
+	return max(n, 16)
 }
 
 // resolveWorkdir checks a --workdir flag; empty means the current directory.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -241,6 +242,19 @@ func TestServeLogsToStderr(t *testing.T) {
 	}
 }
 
+// writeFileMode writes content to a fresh file with mode perm.
+func writeFileMode(t *testing.T, content string, perm os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte(content), perm); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, perm); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestServeUsageErrorsExit2(t *testing.T) {
 	for _, args := range [][]string{
 		{"serve", "extra"},
@@ -249,6 +263,14 @@ func TestServeUsageErrorsExit2(t *testing.T) {
 		{"serve", "--idle-timeout", "5m"},
 		{"serve", "--http", "127.0.0.1:0", "--idle-timeout", "-1s"},
 		{"serve", "--http", "127.0.0.1:0", "--idle-timeout", "soon"},
+		{"serve", "--http", "0.0.0.0:0", "--no-auth"},
+		{"serve", "--http", ":0", "--no-auth"},
+		{"serve", "--no-auth"},
+		{"serve", "--http", "127.0.0.1:0", "--no-auth", "--token-file", "/etc/passwd"},
+		{"serve", "--http", "127.0.0.1:0", "--token-file", "/does/not/exist"},
+		{"serve", "--http", "127.0.0.1:0", "--token-file", writeFileMode(t, "short\n", 0o600)},
+		{"serve", "--http", "127.0.0.1:0", "--token-file", writeFileMode(t, strings.Repeat("x", 40)+"\n", 0o644)},
+		{"serve", "--http", "127.0.0.1:0", "--max-sessions", "-1"},
 		{"serve", "-d", "/does/not/exist.yaml"},
 		{"repl", "extra"},
 		{"repl", "--workdir", "/does/not/exist"},

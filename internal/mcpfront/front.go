@@ -53,6 +53,7 @@ type Front struct {
 	logger   *slog.Logger
 	progress time.Duration
 	requests requests
+	users    sessionUsers // over HTTP with tokens: who opened each session
 
 	mu      sync.Mutex
 	closing bool
@@ -259,6 +260,7 @@ func (f *Front) forget(ss *mcp.ServerSession) {
 	f.mu.Lock()
 	delete(f.owners, ss)
 	f.mu.Unlock()
+	f.users.forget(ss.ID())
 }
 
 // Serve runs one MCP session over t (stdio, in-memory) until the client

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -29,6 +30,20 @@ type HTTPOptions struct {
 	// DefaultOrphanGrace; negative turns it off (IdleTimeout still
 	// applies).
 	OrphanGrace time.Duration
+	// Tokens, when set, are the bearer tokens every request must carry
+	// (401 otherwise); each session belongs to the token that opened it.
+	// Nil serves without authentication.
+	Tokens *Tokens
+	// ListenHost is the host part of the listen address, which requests
+	// may name in their Host header besides loopback names; "" for a
+	// wildcard address.
+	ListenHost string
+	// AllowedHosts are further Host names requests may carry (a name the
+	// server is reached by through a proxy or a tunnel).
+	AllowedHosts []string
+	// MaxSessions bounds the open sessions: a client that would open one
+	// more is answered 503 with a message saying so. Zero means no bound.
+	MaxSessions int
 }
 
 // Handler returns the streamable HTTP handler (stateful: one Mcp-Session-Id
@@ -38,7 +53,11 @@ type HTTPOptions struct {
 func (f *Front) Handler(opts HTTPOptions) http.Handler {
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.server }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: opts.IdleTimeout,
-		Logger:         slog.New(redactSessionIDs(f.logger.Handler())).With("component", "mcp-http"),
+		// The Host check below covers every connection, loopback ones
+		// included, and knows the names a deployment allows; the SDK's
+		// would refuse those on a loopback connection (a tunnel's name).
+		DisableLocalhostProtection: true,
+		Logger:                     slog.New(redactSessionIDs(f.logger.Handler())).With("component", "mcp-http"),
 	})
 	grace := opts.OrphanGrace
 	if grace == 0 {
@@ -48,14 +67,34 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 	f.mu.Lock()
 	f.orphans = append(f.orphans, orphans)
 	f.mu.Unlock()
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Every check comes before any effect: the SDK checks the Host
+	policy := hostPolicy{listen: opts.ListenHost, allowed: opts.AllowedHosts}
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(sessionIDHeader)
+		// Every check comes before any effect: the SDK checks the user
 		// itself, but only after the DELETE below has closed the owner.
-		if err := checkRequest(r); err != nil {
-			http.Error(w, err.Error(), http.StatusForbidden)
+		if !f.users.allows(id, requestUser(r)) {
+			http.Error(w, "forbidden: the session belongs to another token", http.StatusForbidden)
 			return
 		}
-		id := r.Header.Get(sessionIDHeader)
+		if r.Method == http.MethodPost {
+			if err := readBody(w, r); err != nil {
+				http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+				return
+			}
+			if id == "" {
+				if n := opts.MaxSessions; n > 0 && f.sessionCount() >= n {
+					http.Error(w, fmt.Sprintf("dsh has %d sessions open, its limit (--max-sessions); close one or raise the limit", n), http.StatusServiceUnavailable)
+					return
+				}
+				if user := requestUser(r); user != "" {
+					w = &recordingWriter{ResponseWriter: w, onHeader: func(hdr http.Header) {
+						if sid := hdr.Get(sessionIDHeader); sid != "" {
+							f.users.record(sid, user)
+						}
+					}}
+				}
+			}
+		}
 		switch r.Method {
 		case http.MethodGet:
 			defer orphans.begin(id, true)()
@@ -74,19 +113,38 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 		}
 		sdk.ServeHTTP(w, r)
 	})
-	return http.NewCrossOriginProtection().Handler(h)
+	if opts.Tokens != nil {
+		h = auth.RequireBearerToken(opts.Tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	}
+	inner := http.NewCrossOriginProtection().Handler(h)
+	// The Host and Origin checks come first, before authentication: a
+	// request a web page made is refused whatever it carries.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := policy.check(r); err != nil {
+			http.Error(w, err.Error(), http.StatusForbidden)
+			return
+		}
+		if err := checkOrigin(r); err != nil {
+			http.Error(w, err.Error(), http.StatusForbidden)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
 }
 
-// checkRequest refuses what a web page could send a local server: a Host
-// that is not loopback on a loopback listener (DNS rebinding), and an
-// Origin other than the server's own on any method, GET included (the
-// cross-origin protection around the handler lets safe methods through).
-func checkRequest(r *http.Request) error {
-	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil {
-		if loopbackHost(local.String()) && !loopbackHost(r.Host) {
-			return fmt.Errorf("forbidden: invalid Host header %q", r.Host)
-		}
+// sessionCount is how many sessions are open.
+func (f *Front) sessionCount() int {
+	n := 0
+	for range f.server.Sessions() {
+		n++
 	}
+	return n
+}
+
+// checkOrigin refuses an Origin other than the server's own on any method,
+// GET included (the cross-origin protection around the handler lets safe
+// methods through).
+func checkOrigin(r *http.Request) error {
 	if origin := r.Header.Get("Origin"); origin != "" {
 		u, err := url.Parse(origin)
 		if err != nil || !strings.EqualFold(u.Host, r.Host) {

@@ -1,0 +1,230 @@
+package mcpfront
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+// Tokens are the bearer tokens an HTTP handler accepts. Each is its own
+// identity: a session belongs to the token that opened it, and requests for
+// it with another token are refused, so a leaked session id is useless
+// without its token.
+type Tokens struct {
+	digests [][sha256.Size]byte
+}
+
+// ErrNoTokens is the error of a token file that holds none.
+var ErrNoTokens = errors.New("no token in the file")
+
+// minTokenLen keeps a guessable token out of a token file.
+const minTokenLen = 32
+
+// NewTokens accepts each of tokens.
+func NewTokens(tokens ...string) (*Tokens, error) {
+	t := &Tokens{}
+	for _, tok := range tokens {
+		if len(tok) < minTokenLen {
+			return nil, fmt.Errorf("a token of %d characters is too short to be secret (at least %d)", len(tok), minTokenLen)
+		}
+		t.digests = append(t.digests, sha256.Sum256([]byte(tok)))
+	}
+	if len(t.digests) == 0 {
+		return nil, ErrNoTokens
+	}
+	return t, nil
+}
+
+// ReadTokens reads a token file: one token per line; blank lines and lines
+// starting with # are ignored.
+func ReadTokens(r io.Reader) (*Tokens, error) {
+	var tokens []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		tokens = append(tokens, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return NewTokens(tokens...)
+}
+
+// NewToken returns a fresh token: 256 random bits, base64url.
+func NewToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// verify is the go-sdk's TokenVerifier: a token is compared with every
+// accepted one through its SHA-256 digest, in constant time, so neither its
+// content nor which token matched leaks through timing. The identity is a
+// digest prefix: it names the token in logs without revealing it.
+func (t *Tokens) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	d := sha256.Sum256([]byte(token))
+	match := -1
+	for i := range t.digests {
+		if subtle.ConstantTimeCompare(d[:], t.digests[i][:]) == 1 {
+			match = i
+		}
+	}
+	if match < 0 {
+		return nil, fmt.Errorf("%w: the bearer token is not one this server accepts", auth.ErrInvalidToken)
+	}
+	return &auth.TokenInfo{
+		UserID: "token-" + hex.EncodeToString(t.digests[match][:6]),
+		// The token lives as long as the server: expiry does not apply.
+		Expiration: time.Time{},
+	}, nil
+}
+
+// hostPolicy says which Host headers a request may carry: loopback names,
+// the host the server listens on, and those allowed explicitly. A page on
+// another site reaches a local server only through a name that resolves
+// there (DNS rebinding); that name is never on the list.
+type hostPolicy struct {
+	listen  string // the listen address's host; "" for a wildcard
+	allowed []string
+}
+
+func (p hostPolicy) check(r *http.Request) error {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	switch {
+	case loopbackHost(host):
+		return nil
+	case p.listen != "" && strings.EqualFold(host, p.listen):
+		return nil
+	}
+	for _, a := range p.allowed {
+		if strings.EqualFold(host, a) {
+			return nil
+		}
+	}
+	return fmt.Errorf("forbidden: Host %q is not this server's (allow it with --allowed-host)", r.Host)
+}
+
+// sessionUsers remembers which identity opened each session, so that a
+// request carrying another identity is refused before it has any effect
+// (dsh acts on a DELETE before the SDK sees it).
+type sessionUsers struct {
+	mu    sync.Mutex
+	users map[string]string
+}
+
+func (s *sessionUsers) record(id, user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.users == nil {
+		s.users = make(map[string]string)
+	}
+	s.users[id] = user
+}
+
+func (s *sessionUsers) forget(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.users, id)
+}
+
+// allows reports whether user may act on session id. A session dsh has not
+// recorded is the SDK's to judge (it answers 404 for an unknown one).
+func (s *sessionUsers) allows(id, user string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	owner, ok := s.users[id]
+	return !ok || owner == user
+}
+
+// requestUser is the identity a request authenticated as, or "".
+func requestUser(r *http.Request) string {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		return ti.UserID
+	}
+	return ""
+}
+
+// recordingWriter notes the session id the SDK assigns in its answer to an
+// initialize request.
+type recordingWriter struct {
+	http.ResponseWriter
+	onHeader func(http.Header)
+	done     bool
+}
+
+func (w *recordingWriter) WriteHeader(code int) {
+	if !w.done {
+		w.done = true
+		w.onHeader(w.Header())
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recordingWriter) Write(p []byte) (int, error) {
+	if !w.done {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *recordingWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// MaxBodyBytes bounds a POST's body, as MaxLineBytes bounds a message on
+// stdio.
+const MaxBodyBytes = MaxLineBytes
+
+// bodyTimeout bounds how long a client may take to send a POST's body; a
+// client that trickles it would otherwise hold its connection forever.
+const bodyTimeout = 30 * time.Second
+
+// readBody reads r's whole body within bodyTimeout, then lifts the read
+// deadline: a call's answer may take hours, and a deadline left on the
+// connection would end it.
+func readBody(w http.ResponseWriter, r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout)) // unsupported only in tests' recorders
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	_ = rc.SetReadDeadline(time.Time{})
+	r.Body.Close()
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fmt.Errorf("request body longer than %d bytes", MaxBodyBytes)
+		}
+		return fmt.Errorf("reading the request body: %w", err)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return nil
+}
