@@ -659,3 +659,62 @@ func TestE2EHTTPNoAuthIsLoud(t *testing.T) {
 		t.Fatalf("without auth: %q", text)
 	}
 }
+
+// TestShellsCannotReadDsh: a shell runs as dsh's user, but dsh (and a
+// backend plugin, the shell's parent when the backend is out of process)
+// is not dumpable, so the shell cannot read its parent's environment (every
+// secret its own environment was scrubbed of) or memory through /proc. As
+// root the read would succeed anyway (CAP_SYS_PTRACE), so as root the test
+// runs dsh as nobody.
+func TestShellsCannotReadDsh(t *testing.T) {
+	dir, err := os.MkdirTemp("", "dsh-nondumpable-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "dsh")
+	data, err := os.ReadFile(dshBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := filepath.Join(dir, "work")
+	plugin := filepath.Join(dir, "plugin.yaml")
+	for _, err := range []error{
+		os.WriteFile(bin, data, 0o755),
+		os.Chmod(dir, 0o755),
+		os.Mkdir(work, 0o777),
+		os.Chmod(work, 0o777),
+		os.WriteFile(plugin, []byte("- id: terminal\n  name: terminal\n- id: shell\n  name: ./dsh-backend-bash\n- id: bash\n  name: tool-bash-persistent\n"), 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "dsh-backend-bash"), "../dsh-backend-bash").CombinedOutput(); err != nil {
+		t.Fatalf("build dsh-backend-bash: %v\n%s", err, out)
+	}
+	const secret = "s3cr3t-only-dsh-knows"
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"in process", nil},
+		{"backend plugin", []string{"-d", plugin}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(bin, append(append([]string{"call", "-w", work}, tt.args...), "bash",
+				`{"command":"cat /proc/$PPID/environ; head -c 64 /proc/$PPID/mem; echo ${DSH_PROBE_TOKEN-scrubbed}"}`)...)
+			cmd.Env = append(os.Environ(), "DSH_PROBE_TOKEN="+secret, "HOME="+work, "TMPDIR="+work)
+			if os.Getuid() == 0 {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			}
+			out, _ := cmd.CombinedOutput()
+			if strings.Contains(string(out), secret) {
+				t.Fatalf("the shell read its parent's secret:\n%s", out)
+			}
+			if strings.Count(string(out), "Permission denied") != 2 || !strings.Contains(string(out), "scrubbed") {
+				t.Fatalf("want both reads refused and the variable scrubbed:\n%s", out)
+			}
+		})
+	}
+}

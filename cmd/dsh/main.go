@@ -3,11 +3,17 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
+	"github.com/dshdev/dsh/internal/harden"
 	_ "github.com/dshdev/dsh/plugins/standard"
 )
 
 func main() {
+	if err := harden.NotDumpable(); err != nil {
+		fmt.Fprintln(os.Stderr, "dsh:", err)
+		os.Exit(1)
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -2,6 +2,7 @@ package backendplugin
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
+	"github.com/dshdev/dsh/internal/harden"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
 )
 
@@ -20,8 +22,16 @@ import (
 //
 // Every session still open when the host stops the plugin, or when the
 // host itself goes away without a word, is closed before Serve returns:
-// a backend's processes never outlive the host for long.
+// a backend's processes never outlive the host for long. The process is
+// made non-dumpable first, so that its shells cannot read its memory or
+// environment through /proc.
 func Serve(newBackend NewBackend) {
+	// The plugin is its shells' parent: they must not read its memory or
+	// environment through /proc.
+	if err := harden.NotDumpable(); err != nil {
+		fmt.Fprintln(os.Stderr, "backendplugin:", err)
+		os.Exit(1)
+	}
 	srv := newServer(newBackend)
 	defer srv.stop()
 	stopWatch := watchParent(srv.stop)
