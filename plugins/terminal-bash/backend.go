@@ -25,8 +25,10 @@ type Backend struct {
 	shellArgs []string
 	cfg       settings
 	log       *slog.Logger
-	// environ returns the environment the shell's is derived from.
+	// environ returns the environment the shell's is derived from, through
+	// env.
 	environ func() []string
+	env     EnvPolicy
 	// noCgroup is set once creating a cgroup has failed: it will not work
 	// later either, and the tracker alone is used from then on.
 	noCgroup atomic.Bool
@@ -53,6 +55,7 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 		cfg:       newSettings(cfg),
 		log:       log,
 		environ:   os.Environ,
+		env:       cfg.Env,
 		sessions:  make(map[*session]struct{}),
 	}
 	allBackends.Store(b, struct{}{})
@@ -140,7 +143,7 @@ func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 			cg.Close()
 		}
 	}
-	env := shellEnv(b.environ(), spec.OwnerID, spec.SessionID, ctl.hook)
+	env := shellEnv(&b.env, b.environ(), spec.OwnerID, spec.SessionID, ctl.hook)
 	cg := b.newCgroup(spec.SessionID)
 	fd := -1
 	if cg != nil {

@@ -51,6 +51,10 @@ type Config struct {
 	// milliseconds after the last write or output and back off to this cap
 	// while the terminal stays quiet.
 	StdinProbeMaxMs int `json:"stdinProbeMaxMs"`
+	// Env says which of dsh's environment variables a shell gets (see
+	// EnvPolicy). The default passes everything but names that look like
+	// credentials, SSH_AUTH_SOCK, and passwords in URLs.
+	Env EnvPolicy `json:"env"`
 }
 
 // Default shell and arguments, used when the config leaves them empty.
@@ -76,6 +80,7 @@ func DefaultConfig() *Config {
 		TimeoutMs:          30000,
 		DisposeGraceMs:     3000,
 		StdinProbeMaxMs:    250,
+		Env:                defaultEnvPolicy(),
 	}
 }
 
@@ -149,7 +154,7 @@ func (c *Config) Validate() error {
 	if c.MaxReadBytes > c.ScrollbackMaxBytes {
 		return host.FieldErrorf("maxReadBytes", "terminal-bash: maxReadBytes must not exceed scrollbackMaxBytes")
 	}
-	return nil
+	return c.Env.validate("env")
 }
 
 // shell returns the effective executable and argv (without argv[0]).

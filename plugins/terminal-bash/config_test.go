@@ -32,6 +32,12 @@ func TestConfigValidate(t *testing.T) {
 		{"huge timeout", func(c *Config) { c.TimeoutMs = 1 << 31 }, "timeoutMs", "terminal-bash: timeoutMs must not exceed 2147483647"},
 		{"huge grace", func(c *Config) { c.DisposeGraceMs = 1 << 40 }, "disposeGraceMs", "terminal-bash: disposeGraceMs must not exceed 2147483647"},
 		{"read over scrollback", func(c *Config) { c.MaxReadBytes = c.ScrollbackMaxBytes + 1 }, "maxReadBytes", "terminal-bash: maxReadBytes must not exceed scrollbackMaxBytes"},
+		{"env inherit", func(c *Config) { c.Env.Inherit = "some" }, "env.inherit", `terminal-bash: env.inherit must be one of all, core, none; got "some"`},
+		{"env bad glob", func(c *Config) { c.Env.Exclude = []string{"AWS_["} }, "env.exclude", `terminal-bash: env.exclude: "AWS_[" is not a valid glob`},
+		{"env empty glob", func(c *Config) { c.Env.IncludeOnly = []string{""} }, "env.includeOnly", `terminal-bash: env.includeOnly: "" is not a valid glob`},
+		{"env set protocol", func(c *Config) { c.Env.Set = map[string]string{"PROMPT_COMMAND": "x"} }, "env.set", "terminal-bash: env.set cannot set PROMPT_COMMAND: dsh sets it for the shell protocol"},
+		{"env set own", func(c *Config) { c.Env.Set = map[string]string{"DSH_SHELL": "0"} }, "env.set", "terminal-bash: env.set cannot set DSH_SHELL: dsh sets it for the shell protocol"},
+		{"env set name", func(c *Config) { c.Env.Set = map[string]string{"A=B": "x"} }, "env.set", `terminal-bash: env.set: "A=B" is not a variable name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,60 +1,237 @@
 package terminalbash
 
 import (
+	"maps"
+	"net/url"
+	"path"
+	"slices"
 	"strings"
+
+	"github.com/dshdev/dsh/host"
 )
 
-// scrubbed reports whether an inherited variable must not reach the shell:
-// a name that looks like a credential, or one of dsh's own.
-func scrubbed(name string) bool {
+// EnvPolicy says which of dsh's environment variables a shell gets. The
+// steps run in this order: Inherit picks the starting set; the default
+// excludes, then Exclude, drop names; credentials are stripped from URL
+// values; Set adds or replaces variables; IncludeOnly, if given, keeps only
+// the names it matches. dsh's own variables (TERM, PAGER, PS1, the
+// protocol's PROMPT_COMMAND, DSH_*) come last and always win.
+type EnvPolicy struct {
+	// Inherit is the starting set: "all" of dsh's environment, "core"
+	// (PATH, HOME, USER, USERNAME, LOGNAME, SHELL, TMPDIR, TEMP, TMP, LANG,
+	// LANGUAGE, LC_*, TZ) or "none".
+	Inherit string `json:"inherit"`
+	// DefaultExcludes drops variables whose names say they hold a
+	// credential: a word (the name split at anything but letters and
+	// digits) such as KEY, TOKEN, SECRET, PASSWORD, PASSWD, PWD, PAT, JWT,
+	// AUTH or CREDENTIALS, or a last word ending in TOKEN, SECRET, PASSWORD
+	// or APIKEY. A name whose last word is DIR, DIRS, PATH, FILE or HOME
+	// names a place, not a secret, and is kept (PASSWORD_STORE_DIR).
+	DefaultExcludes bool `json:"defaultExcludes"`
+	// Exclude drops the names matching any of these globs (* and ?, case
+	// insensitive): "AWS_*", "*_ENDPOINT".
+	Exclude []string `json:"exclude"`
+	// KeepURLCredentials keeps a password in a URL value
+	// (DATABASE_URL=postgres://u:p@db/x, HTTPS_PROXY=http://u:p@proxy);
+	// by default the password is removed and the user name kept.
+	KeepURLCredentials bool `json:"keepUrlCredentials"`
+	// SSHAgent passes SSH_AUTH_SOCK and SSH_AGENT_PID, which let a command
+	// sign with every key of the user's agent.
+	SSHAgent bool `json:"sshAgent"`
+	// Set adds these variables, or replaces inherited ones.
+	Set map[string]string `json:"set"`
+	// IncludeOnly, when not empty, keeps only the names matching one of
+	// these globs, Set's included.
+	IncludeOnly []string `json:"includeOnly"`
+}
+
+// Inherit values.
+const (
+	InheritAll  = "all"
+	InheritCore = "core"
+	InheritNone = "none"
+)
+
+func defaultEnvPolicy() EnvPolicy {
+	return EnvPolicy{Inherit: InheritAll, DefaultExcludes: true}
+}
+
+// coreNames are what Inherit "core" keeps.
+var coreNames = []string{"PATH", "HOME", "USER", "USERNAME", "LOGNAME", "SHELL", "TMPDIR", "TEMP", "TMP", "LANG", "LANGUAGE", "LC_*", "TZ"}
+
+// credentialWords are the name words that mark a credential.
+var credentialWords = map[string]bool{
+	"KEY": true, "KEYS": true, "APIKEY": true, "SECRET": true, "SECRETS": true,
+	"TOKEN": true, "TOKENS": true, "AUTHTOKEN": true, "PASSWORD": true, "PASSWORDS": true,
+	"PASSWD": true, "PASSPHRASE": true, "PWD": true, "PAT": true, "JWT": true,
+	"AUTH": true, "CREDENTIAL": true, "CREDENTIALS": true, "CREDS": true, "COOKIE": true,
+}
+
+// credentialSuffixes catch words run together (GITHUBTOKEN, OPENAIAPIKEY).
+var credentialSuffixes = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY"}
+
+// placeWords, as a name's last word, make it a location, not a secret.
+var placeWords = map[string]bool{"DIR": true, "DIRS": true, "PATH": true, "FILE": true, "HOME": true}
+
+// looksLikeCredential is the default exclude.
+func looksLikeCredential(name string) bool {
 	upper := strings.ToUpper(name)
-	if strings.HasPrefix(upper, "DSH_") {
-		return true
+	if upper == "PWD" || upper == "OLDPWD" {
+		return false // the current and previous directory
 	}
-	for _, word := range [...]string{"KEY", "PASSWORD", "SECRET", "TOKEN"} {
-		if strings.Contains(upper, word) {
+	words := strings.FieldsFunc(upper, func(r rune) bool {
+		return (r < 'A' || r > 'Z') && (r < '0' || r > '9')
+	})
+	if len(words) == 0 || placeWords[words[len(words)-1]] {
+		return false
+	}
+	for _, w := range words {
+		if credentialWords[w] {
+			return true
+		}
+	}
+	last := words[len(words)-1]
+	for _, s := range credentialSuffixes {
+		if strings.HasSuffix(last, s) {
 			return true
 		}
 	}
 	return false
 }
 
-// shellEnv builds the shell's environment: parent minus scrubbed names,
-// then the overlay (which wins over anything inherited). hook is the
-// PROMPT_COMMAND that installs the shell protocol at the first prompt; the
-// prompts are empty, so the shell shows nothing between commands.
-func shellEnv(parent []string, ownerID, sessionID, hook string) []string {
-	overlay := [...][2]string{
-		{"TERM", "dumb"},
-		{"PAGER", "cat"},
-		{"GIT_PAGER", "cat"},
-		{"DSH_SHELL", "1"},
-		{"DSH_SESSION_ID", ownerID},
-		{"DSH_PTY_SESSION_ID", sessionID},
-		{"BASH_SILENCE_DEPRECATION_WARNING", "1"},
-		{"PS1", ""},
-		{"PS2", ""},
-		{"PROMPT_COMMAND", hook},
+// matchAny reports whether name matches one of the globs, ignoring case.
+// The globs were checked by Validate.
+func matchAny(globs []string, name string) bool {
+	upper := strings.ToUpper(name)
+	for _, g := range globs {
+		if ok, _ := path.Match(strings.ToUpper(g), upper); ok {
+			return true
+		}
 	}
-	env := make([]string, 0, len(parent)+len(overlay))
+	return false
+}
+
+// stripURLCredentials removes the password from a URL value, keeping the
+// user name; other values come back unchanged.
+func stripURLCredentials(value string) string {
+	if !strings.Contains(value, "://") || !strings.Contains(value, "@") {
+		return value
+	}
+	u, err := url.Parse(value)
+	if err != nil || u.User == nil {
+		return value
+	}
+	if _, hasPassword := u.User.Password(); !hasPassword {
+		return value
+	}
+	u.User = url.User(u.User.Username())
+	return u.String()
+}
+
+// validate reports the first invalid field of p, named under prefix.
+func (p *EnvPolicy) validate(prefix string) error {
+	switch p.Inherit {
+	case InheritAll, InheritCore, InheritNone:
+	default:
+		return host.FieldErrorf(prefix+".inherit", "terminal-bash: %s.inherit must be one of all, core, none; got %q", prefix, p.Inherit)
+	}
+	for _, list := range []struct {
+		field string
+		globs []string
+	}{{"exclude", p.Exclude}, {"includeOnly", p.IncludeOnly}} {
+		for _, g := range list.globs {
+			if _, err := path.Match(g, ""); err != nil || g == "" {
+				return host.FieldErrorf(prefix+"."+list.field, "terminal-bash: %s.%s: %q is not a valid glob", prefix, list.field, g)
+			}
+		}
+	}
+	for name, value := range p.Set {
+		switch {
+		case name == "" || strings.ContainsAny(name, "=\x00"):
+			return host.FieldErrorf(prefix+".set", "terminal-bash: %s.set: %q is not a variable name", prefix, name)
+		case strings.IndexByte(value, 0) >= 0:
+			return host.FieldErrorf(prefix+".set", "terminal-bash: %s.set: the value of %s contains a NUL byte", prefix, name)
+		case ownVariable(name):
+			return host.FieldErrorf(prefix+".set", "terminal-bash: %s.set cannot set %s: dsh sets it for the shell protocol", prefix, name)
+		}
+	}
+	return nil
+}
+
+// ownVariable reports whether dsh sets name itself, for every shell.
+func ownVariable(name string) bool {
+	return strings.HasPrefix(strings.ToUpper(name), "DSH_") || overlaid(name, overlayNames[:])
+}
+
+// overlayNames are the variables of shellEnv's overlay.
+var overlayNames = [...]string{"TERM", "PAGER", "GIT_PAGER", "BASH_SILENCE_DEPRECATION_WARNING", "PS1", "PS2", "PROMPT_COMMAND"}
+
+func overlaid(name string, names []string) bool {
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// apply returns the variables of parent the policy passes on, then Set.
+func (p *EnvPolicy) apply(parent []string) []string {
+	env := make([]string, 0, len(parent)+len(p.Set))
 	for _, kv := range parent {
-		name, _, ok := strings.Cut(kv, "=")
-		if !ok || name == "" || scrubbed(name) || overlaid(name, overlay[:]) {
+		name, value, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || name == "" || ownVariable(name):
+			continue
+		case p.Inherit == InheritNone, p.Inherit == InheritCore && !matchAny(coreNames, name):
+			continue
+		case name == "SSH_AUTH_SOCK" || name == "SSH_AGENT_PID":
+			if !p.SSHAgent {
+				continue
+			}
+		case p.DefaultExcludes && looksLikeCredential(name), matchAny(p.Exclude, name):
 			continue
 		}
-		env = append(env, kv)
+		if _, set := p.Set[name]; set {
+			continue
+		}
+		if !p.KeepURLCredentials {
+			value = stripURLCredentials(value)
+		}
+		env = append(env, name+"="+value)
 	}
-	for _, kv := range overlay {
-		env = append(env, kv[0]+"="+kv[1])
+	for _, name := range slices.Sorted(maps.Keys(p.Set)) {
+		env = append(env, name+"="+p.Set[name])
+	}
+	if len(p.IncludeOnly) > 0 {
+		kept := env[:0]
+		for _, kv := range env {
+			name, _, _ := strings.Cut(kv, "=")
+			if matchAny(p.IncludeOnly, name) {
+				kept = append(kept, kv)
+			}
+		}
+		env = kept
 	}
 	return env
 }
 
-func overlaid(name string, overlay [][2]string) bool {
-	for _, kv := range overlay {
-		if kv[0] == name {
-			return true
-		}
-	}
-	return false
+// shellEnv builds the shell's environment: what the policy passes on of
+// parent, then the overlay (which wins over everything). hook is the
+// PROMPT_COMMAND that installs the shell protocol at the first prompt; the
+// prompts are empty, so the shell shows nothing between commands.
+func shellEnv(policy *EnvPolicy, parent []string, ownerID, sessionID, hook string) []string {
+	env := policy.apply(parent)
+	return append(env,
+		"TERM=dumb",
+		"PAGER=cat",
+		"GIT_PAGER=cat",
+		"DSH_SHELL=1",
+		"DSH_SESSION_ID="+ownerID,
+		"DSH_PTY_SESSION_ID="+sessionID,
+		"BASH_SILENCE_DEPRECATION_WARNING=1",
+		"PS1=",
+		"PS2=",
+		"PROMPT_COMMAND="+hook,
+	)
 }
