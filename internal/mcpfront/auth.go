@@ -225,6 +225,16 @@ func readBody(w http.ResponseWriter, r *http.Request) error {
 		}
 		return fmt.Errorf("reading the request body: %w", err)
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.Body = &bufferedBody{Reader: bytes.NewReader(body), data: body}
 	return nil
 }
+
+// bufferedBody is a request body read ahead: the SDK reads it, dsh looks at
+// its bytes.
+type bufferedBody struct {
+	*bytes.Reader
+	data []byte
+}
+
+func (b *bufferedBody) Close() error  { return nil }
+func (b *bufferedBody) Bytes() []byte { return b.data }

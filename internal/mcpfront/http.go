@@ -2,6 +2,7 @@ package mcpfront
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -81,7 +82,7 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 				http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
 				return
 			}
-			if id == "" {
+			if id == "" && isInitialize(r) {
 				if n := opts.MaxSessions; n > 0 && f.sessionCount() >= n {
 					http.Error(w, fmt.Sprintf("dsh has %d sessions open, its limit (--max-sessions); close one or raise the limit", n), http.StatusServiceUnavailable)
 					return
@@ -132,13 +133,30 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 	})
 }
 
-// sessionCount is how many sessions are open.
+// sessionCount is how many initialized sessions are open. The SDK also
+// makes a short-lived session for a request without one that is not an
+// initialize (a client's server/discover probe); those do not count.
 func (f *Front) sessionCount() int {
 	n := 0
-	for range f.server.Sessions() {
-		n++
+	for ss := range f.server.Sessions() {
+		if ss.InitializeParams() != nil {
+			n++
+		}
 	}
 	return n
+}
+
+// isInitialize reports whether a POST (whose body readBody has buffered)
+// carries an initialize request, the one that opens a session.
+func isInitialize(r *http.Request) bool {
+	body, ok := r.Body.(interface{ Bytes() []byte })
+	if !ok {
+		return false
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body.Bytes(), &msg) == nil && msg.Method == "initialize"
 }
 
 // checkOrigin refuses an Origin other than the server's own on any method,
