@@ -11,55 +11,31 @@ import (
 	"syscall"
 
 	"github.com/dshdev/dsh/internal/mcpfront"
+	"github.com/dshdev/dsh/internal/private"
 )
 
-// runtimeDir is dsh's per-user private directory: $XDG_RUNTIME_DIR/dsh, or
-// dsh under the user cache directory. It is created 0700 and must be a
-// directory of this user that nobody else can enter, or dsh refuses to put
-// a secret there.
-func runtimeDir() (string, error) {
-	base := os.Getenv("XDG_RUNTIME_DIR")
-	if base == "" {
-		var err error
-		if base, err = os.UserCacheDir(); err != nil {
-			return "", fmt.Errorf("no runtime directory for the token: %w", err)
-		}
-	}
-	dir := filepath.Join(base, "dsh")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("create the runtime directory: %w", err)
-	}
-	if err := checkPrivate(dir, true); err != nil {
-		return "", err
-	}
-	return dir, nil
-}
-
-// checkPrivate checks that path is this user's, not a symlink, and not
-// open to group or others (for a directory: not enterable; for a file: not
-// readable).
-func checkPrivate(path string, dir bool) error {
+// checkPrivateFile checks that path is a regular file of this user's that
+// group and others cannot read: a file of secrets.
+func checkPrivateFile(path string) error {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return err
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	switch {
-	case fi.Mode()&os.ModeSymlink != 0:
-		return fmt.Errorf("%s is a symlink; refusing to trust it with a secret", path)
-	case dir && !fi.IsDir(), !dir && !fi.Mode().IsRegular():
-		return fmt.Errorf("%s is not a regular %s", path, map[bool]string{true: "directory", false: "file"}[dir])
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", path)
 	case !ok || int(st.Uid) != os.Getuid():
 		return fmt.Errorf("%s belongs to another user; refusing to trust it with a secret", path)
 	case fi.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("%s is open to other users (mode %#o); make it 0%o", path, fi.Mode().Perm(), map[bool]int{true: 0o700, false: 0o600}[dir])
+		return fmt.Errorf("%s is open to other users (mode %#o); make it 0600", path, fi.Mode().Perm())
 	}
 	return nil
 }
 
 // readTokenFile reads --token-file, which must be private to this user.
 func readTokenFile(path string) (*mcpfront.Tokens, error) {
-	if err := checkPrivate(path, false); err != nil {
+	if err := checkPrivateFile(path); err != nil {
 		return nil, fmt.Errorf("--token-file: %w", err)
 	}
 	f, err := os.Open(path)
@@ -80,9 +56,9 @@ func readTokenFile(path string) (*mcpfront.Tokens, error) {
 // sees a partial token and a stale file of an earlier server is replaced
 // whole.
 func writeTokenFile(addr net.Addr, token string) (string, error) {
-	dir, err := runtimeDir()
+	dir, err := private.Dir()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("write the token: %w", err)
 	}
 	name := "http-" + strings.NewReplacer(":", "-", "[", "", "]", "").Replace(addr.String()) + ".token"
 	path := filepath.Join(dir, name)

@@ -130,7 +130,7 @@ func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("terminal-bash: %w", err)
 	}
-	ctl, err := newControl(os.Getpid())
+	ctl, err := newControl(os.Getpid(), b.log)
 	if err != nil {
 		term.close()
 		return nil, nil, fmt.Errorf("terminal-bash: %w", err)

@@ -3,11 +3,14 @@ package terminalbash
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dshdev/dsh/internal/private"
 )
 
 // control is a session's out-of-band channel with its shell: a private
@@ -39,32 +42,30 @@ const pipeSize = 4096
 // controlDirPrefix names the directories.
 const controlDirPrefix = "dsh-shell-"
 
-// controlBase is where the control directories go: a memory file system
-// when there is one, because a write to a FIFO updates its inode's
-// modification time, which a journaling file system commits to its journal
-// every time. $XDG_RUNTIME_DIR is the user's own; /dev/shm is shared but
-// sticky, and the directory itself is private (MkdirTemp makes it 0700
-// with a random name).
-func controlBase() string {
-	if dir := os.Getenv("XDG_RUNTIME_DIR"); dir != "" && isWritableDir(dir) {
-		return dir
+// controlBase is where the control directories go: dsh's private
+// directory, below directories only this user can write. The shell opens
+// the FIFOs by name for every command, so a name another user could
+// re-create (in /tmp or /dev/shm, after a command's rm -rf) would hand them
+// the shell. Only when there is no private directory at all (no
+// XDG_RUNTIME_DIR and no home) is the temporary directory used, and the
+// reason returned for the log.
+func controlBase() (string, error) {
+	dir, err := private.Dir()
+	if err != nil {
+		return os.TempDir(), err
 	}
-	var fs unix.Statfs_t
-	if unix.Statfs("/dev/shm", &fs) == nil && fs.Type == unix.TMPFS_MAGIC && isWritableDir("/dev/shm") {
-		return "/dev/shm"
-	}
-	return os.TempDir()
-}
-
-func isWritableDir(dir string) bool {
-	fi, err := os.Stat(dir)
-	return err == nil && fi.IsDir() && unix.Access(dir, unix.W_OK|unix.X_OK) == nil
+	return dir, nil
 }
 
 // newControl creates the directory, the FIFOs and the plumbing script.
-// parentPID is the pid the shell's parent will have.
-func newControl(parentPID int) (*control, error) {
-	dir, err := os.MkdirTemp(controlBase(), controlDirPrefix)
+// parentPID is the pid the shell's parent will have. A base that is not
+// private is reported to log.
+func newControl(parentPID int, log *slog.Logger) (*control, error) {
+	base, baseErr := controlBase()
+	if baseErr != nil {
+		log.Warn("the shell's control channel is in a shared directory, where another user could take it over after it is deleted; set XDG_RUNTIME_DIR or HOME", "dir", base, "err", baseErr)
+	}
+	dir, err := os.MkdirTemp(base, controlDirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("control directory: %w", err)
 	}

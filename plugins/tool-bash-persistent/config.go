@@ -58,8 +58,10 @@ type Config struct {
 	// (MCP initialize); empty sends none for this tool.
 	Instructions string `json:"instructions"`
 	// OutputDir is where each owner's directory of full outputs is created;
-	// empty means the system temporary directory. Owners' directories are
-	// removed when the owner closes.
+	// empty means dsh's private directory ($XDG_RUNTIME_DIR/dsh, else
+	// ~/.cache/dsh). Owners' directories are removed when the owner
+	// closes. A directory other users can write lets them replace saved
+	// output once a command deletes the owner's directory.
 	OutputDir string `json:"outputDir,omitempty"`
 }
 

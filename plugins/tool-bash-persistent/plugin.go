@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/internal/private"
 	"github.com/dshdev/dsh/plugins/terminal"
 )
 
@@ -68,7 +70,8 @@ type ownerState struct {
 	// closing is closed once the shell a timeout reset in the background
 	// is gone; nil when there is none.
 	closing chan struct{}
-	outDir  string // created on first use, for full outputs
+	outDir  string   // created on first use, for full outputs
+	outRoot *os.Root // outDir, held open: files are made in it, not by name
 	outSeq  int
 }
 
@@ -180,30 +183,52 @@ func (p *plugin) close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// dir returns the owner's private directory, creating it on first use.
-func (st *ownerState) dir(base string) (string, error) {
-	if st.outDir == "" {
-		dir, err := os.MkdirTemp(base, "dsh-output-")
+// openOutputRoot opens the owner's directory of outputs, creating it in
+// base (dsh's private directory when base is empty).
+func (st *ownerState) openOutputRoot(base string) error {
+	if base == "" {
+		dir, err := private.Dir()
 		if err != nil {
-			return "", fmt.Errorf("create output directory: %w", err)
+			return fmt.Errorf("create output directory: %w", err)
 		}
-		st.outDir = dir
+		base = dir
 	}
-	return st.outDir, nil
+	dir, err := os.MkdirTemp(base, "dsh-output-")
+	if err != nil {
+		return fmt.Errorf("create output directory: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		os.Remove(dir)
+		return fmt.Errorf("open output directory: %w", err)
+	}
+	st.outDir, st.outRoot = dir, root
+	return nil
 }
 
-// openOutput creates the file that receives one call's full output.
+// openOutput creates the file that receives one call's full output. It is
+// made through the directory held open, exclusively, so nothing put at its
+// name beforehand is written to or trusted. A directory that has gone (a
+// command's rm -rf) is replaced by a new one.
 func (st *ownerState) openOutput(base string) (io.WriteCloser, string, error) {
-	if _, err := st.dir(base); err != nil {
-		return nil, "", err
+	for attempt := 0; ; attempt++ {
+		if st.outRoot == nil {
+			if err := st.openOutputRoot(base); err != nil {
+				return nil, "", err
+			}
+		}
+		st.outSeq++
+		name := fmt.Sprintf("output-%d.txt", st.outSeq)
+		f, err := st.outRoot.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err == nil {
+			return f, filepath.Join(st.outDir, name), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || attempt > 0 {
+			return nil, "", fmt.Errorf("create output file: %w", err)
+		}
+		st.outRoot.Close()
+		st.outRoot, st.outDir = nil, ""
 	}
-	st.outSeq++
-	path := filepath.Join(st.outDir, fmt.Sprintf("output-%d.txt", st.outSeq))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return nil, "", fmt.Errorf("create output file: %w", err)
-	}
-	return f, path, nil
 }
 
 func (st *ownerState) removeOutputs() error {
@@ -211,7 +236,8 @@ func (st *ownerState) removeOutputs() error {
 		return nil
 	}
 	dir := st.outDir
-	st.outDir = ""
+	st.outRoot.Close()
+	st.outDir, st.outRoot = "", nil
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove output directory of owner %q: %w", st.owner.ID(), err)
 	}

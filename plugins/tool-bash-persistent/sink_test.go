@@ -112,3 +112,51 @@ func TestOpenOutputIsPerOwnerAndRemoved(t *testing.T) {
 		t.Fatalf("directory not removed: %v", err)
 	}
 }
+
+func TestOutputsGoToThePrivateDirectory(t *testing.T) {
+	run := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	st := &ownerState{}
+	f, path, err := st.openOutput("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	defer st.removeOutputs()
+	if got := filepath.Dir(filepath.Dir(path)); got != filepath.Join(run, "dsh") {
+		t.Fatalf("output in %s, want in $XDG_RUNTIME_DIR/dsh", got)
+	}
+}
+
+// TestDeletedOutputDirectoryIsNotReused: a command deletes the owner's
+// output directory and something else takes its name (another user, in a
+// shared base). The next output goes to a new directory of dsh's own, not
+// into the impostor.
+func TestDeletedOutputDirectoryIsNotReused(t *testing.T) {
+	base := t.TempDir()
+	st := &ownerState{}
+	f, path, err := st.openOutput(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	defer st.removeOutputs()
+	old := filepath.Dir(path)
+	if err := os.RemoveAll(old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(old, 0o777); err != nil { // the impostor
+		t.Fatal(err)
+	}
+	f, p2, err := st.openOutput(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if filepath.Dir(p2) == old {
+		t.Fatalf("the next output went into the re-created %s", old)
+	}
+	if entries, _ := os.ReadDir(old); len(entries) != 0 {
+		t.Fatalf("something was written into the impostor: %v", entries)
+	}
+}

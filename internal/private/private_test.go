@@ -1,0 +1,124 @@
+package private
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+func TestDirPrefersTheRuntimeDirectory(t *testing.T) {
+	run := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	dir, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir != filepath.Join(run, "dsh") {
+		t.Fatalf("Dir = %s, want it in $XDG_RUNTIME_DIR", dir)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("mode %v (%v), want 0700", fi.Mode(), err)
+	}
+}
+
+func TestDirFallsBackToTheCache(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", home)
+	dir, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir != filepath.Join(home, ".cache", "dsh") {
+		t.Fatalf("Dir = %s, want ~/.cache/dsh", dir)
+	}
+}
+
+func TestDirNarrowsAWideMode(t *testing.T) {
+	run := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	if err := os.Mkdir(filepath.Join(run, "dsh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("mode %v, want 0700", fi.Mode())
+	}
+}
+
+func TestDirRefusesWhatIsNotPrivate(t *testing.T) {
+	run := t.TempDir()
+	home := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", home)
+	// A symlink where the directory should be: the cache is used instead.
+	if err := os.Symlink(t.TempDir(), filepath.Join(run, "dsh")); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := Dir()
+	if err != nil || dir != filepath.Join(home, ".cache", "dsh") {
+		t.Fatalf("Dir = %q, %v; want the cache, past the symlink", dir, err)
+	}
+	if err := Check(filepath.Join(run, "dsh")); !errors.Is(err, ErrNotPrivate) {
+		t.Fatalf("Check(symlink) = %v", err)
+	}
+	wide := filepath.Join(t.TempDir(), "wide")
+	if err := os.Mkdir(wide, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(wide, 0o777)
+	if err := Check(wide); !errors.Is(err, ErrNotPrivate) {
+		t.Fatalf("Check(0777) = %v", err)
+	}
+}
+
+// TestAnotherUserCannotRecreateIt: the attack on a shared temporary
+// directory. A command deletes dsh's directory (rm -rf); another user
+// tries to put their own in its place. Below a private base they cannot.
+// It needs a second user, so it runs as root (CI) and is skipped
+// otherwise.
+func TestAnotherUserCannotRecreateIt(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to act as another user")
+	}
+	home := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", home)
+	// The home's parent chain must be enterable by nobody for the attempt
+	// to get as far as the permission check on the cache directory.
+	for d := home; d != "/"; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err == nil && fi.Mode().Perm()&0o001 == 0 {
+			os.Chmod(d, fi.Mode().Perm()|0o001)
+			t.Cleanup(func() { os.Chmod(d, fi.Mode().Perm()) })
+		}
+	}
+	dir, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(dir, "dsh-shell-1234")
+	if err := os.Mkdir(victim, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(victim); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("mkdir", victim)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("another user re-created %s", victim)
+	}
+	t.Logf("as nobody: %s", out)
+}
