@@ -218,8 +218,11 @@ func (b *Backend) newCgroup(sessionID string) *proc.Cgroup {
 	if b.noCgroup.Load() {
 		return nil
 	}
-	name := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(cgroupSeq.Add(1), 10) + "-" + cgroupSafe(sessionID)
-	cg, err := proc.NewCgroup(name)
+	name, err := proc.LeafName(strconv.FormatUint(cgroupSeq.Add(1), 10) + "-" + cgroupSafe(sessionID))
+	var cg *proc.Cgroup
+	if err == nil {
+		cg, err = proc.NewCgroup(name)
+	}
 	if err != nil {
 		if errors.Is(err, proc.ErrCgroupUnavailable) {
 			b.noCgroup.Store(true)

@@ -47,8 +47,9 @@ type Cgroup struct {
 
 // NewCgroup creates the leaf <cgroup2 mount>/<own cgroup>/dsh/<name>. name
 // must be unique among the shells of every dsh process sharing this
-// cgroup, e.g. "<dsh pid>-<session id>". Start the shell inside it with
-// SysProcAttr{UseCgroupFD: true, CgroupFD: c.FD()}.
+// cgroup, and start with this process's owner tag (LeafName makes one) so
+// that a later sweep can tell whether its owner is gone. Start the shell
+// inside it with SysProcAttr{UseCgroupFD: true, CgroupFD: c.FD()}.
 func NewCgroup(name string) (*Cgroup, error) {
 	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
 		return nil, fmt.Errorf("cgroup name %q: not a single path element", name)
@@ -83,28 +84,83 @@ func NewCgroup(name string) (*Cgroup, error) {
 
 var sweepOnce sync.Once
 
+// LeafName is a leaf name for this process's shell called suffix:
+// "<pid namespace>-<pid>-<start time>-<suffix>". A sweep can then tell a
+// dead owner for certain: only an owner in its own pid namespace is
+// judged, by pid and start time, which no recycled pid repeats.
+func LeafName(suffix string) (string, error) {
+	tag, err := ownerTag(os.Getpid())
+	if err != nil {
+		return "", err
+	}
+	return tag + "-" + suffix, nil
+}
+
+// ownerTag is "<pid namespace inode>-<pid>-<start time>" of pid.
+func ownerTag(pid int) (string, error) {
+	ns, err := pidNamespace()
+	if err != nil {
+		return "", err
+	}
+	id, err := IdentityOf(pid)
+	if err != nil {
+		return "", err
+	}
+	return strconv.FormatUint(ns, 10) + "-" + strconv.Itoa(id.PID) + "-" + strconv.FormatUint(id.StartTime, 10), nil
+}
+
+// pidNamespace is the inode number of this process's pid namespace.
+func pidNamespace() (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return 0, fmt.Errorf("pid namespace: %w", err)
+	}
+	return st.Ino, nil
+}
+
+// parseLeaf reads the owner of a leaf LeafName named.
+func parseLeaf(name string) (ns uint64, owner Identity, ok bool) {
+	f := strings.SplitN(name, "-", 4)
+	if len(f) != 4 {
+		return 0, Identity{}, false
+	}
+	ns, err1 := strconv.ParseUint(f[0], 10, 64)
+	pid, err2 := strconv.Atoi(f[1])
+	start, err3 := strconv.ParseUint(f[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || pid <= 0 {
+		return 0, Identity{}, false
+	}
+	return ns, Identity{PID: pid, StartTime: start}, true
+}
+
 // sweepStale deals with the leaves that dead dsh processes left behind: a
 // dsh killed with SIGKILL never runs its cleanup, and its shells live on in
-// their leaves. A leaf is named "<dsh pid>-..."; when that pid no longer
-// exists, an empty leaf is removed, and a populated one is killed (and
-// removed by a later sweep, once the kernel has reaped its processes). A
-// leaf whose pid exists is left alone, even if the pid was reused: a false
-// "alive" only delays the cleanup, a false "dead" would kill a live dsh's
-// shells.
+// their leaves. Only leaves whose owner is certainly dead are touched: an
+// owner of this pid namespace (a pid means nothing across namespaces, and
+// dsh instances in containers may share a cgroup) whose pid is gone or
+// belongs to a process started at another time. An empty one is removed,
+// a populated one killed (and removed by a later sweep, once the kernel
+// has reaped its processes). Leaves named otherwise (by an older dsh) are
+// left alone: a leaf kept too long only delays a cleanup, a wrong kill
+// ends a live dsh's shells.
 func sweepStale(parent string) {
 	ents, err := os.ReadDir(parent)
 	if err != nil {
 		return
 	}
-	self := os.Getpid()
+	self, err := pidNamespace()
+	if err != nil {
+		return
+	}
 	for _, e := range ents {
-		prefix, _, ok := strings.Cut(e.Name(), "-")
-		pid, err := strconv.Atoi(prefix)
-		if !e.IsDir() || !ok || err != nil || pid <= 0 || pid == self {
+		ns, owner, ok := parseLeaf(e.Name())
+		if !e.IsDir() || !ok || ns != self || owner.PID == os.Getpid() {
 			continue
 		}
-		if err := unix.Kill(pid, 0); err != unix.ESRCH {
-			continue // alive (or not ours to signal, which is alive too)
+		if st, err := ReadStat(owner.PID); err == nil && st.StartTime == owner.StartTime {
+			continue // alive, or a zombie not yet reaped: not ours to judge
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ESRCH) {
+			continue // cannot tell
 		}
 		leaf := filepath.Join(parent, e.Name())
 		if unix.Rmdir(leaf) == nil {

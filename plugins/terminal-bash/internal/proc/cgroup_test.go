@@ -259,39 +259,73 @@ func TestCgroupStaleLeaf(t *testing.T) {
 }
 
 // TestSweepStale: the leaves of a dsh that died without cleaning up are
-// removed, and the shells still running in them killed, by the next dsh.
+// removed, and their processes killed; a live dsh's leaves, and the leaves
+// of a dsh in another pid namespace (whose pid means nothing here), are
+// left alone.
 func TestSweepStale(t *testing.T) {
 	probe := testCgroup(t) // skips where cgroups are unavailable
 	parent := filepath.Dir(probe.Path())
+	ns, err := pidNamespace()
+	if err != nil {
+		t.Fatal(err)
+	}
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
 	pid := dead.Process.Pid // exited and reaped: no such process now
-	empty, err := NewCgroup(fmt.Sprintf("%d-empty", pid))
+	other := exec.Command("sleep", "1000") // a live process, not a dsh
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	live, err := IdentityOf(other.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer empty.Close()
-	busy, err := NewCgroup(fmt.Sprintf("%d-busy", pid))
-	if err != nil {
-		t.Fatal(err)
+	leaf := func(name string) *Cgroup {
+		t.Helper()
+		c, err := NewCgroup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
 	}
-	defer busy.Close()
-	orphan := exec.Command("sleep", "1000")
-	orphan.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: busy.FD()}
-	if err := orphan.Start(); err != nil {
-		t.Fatal(err)
+	// populate starts a process in c and returns a channel that says when
+	// it has exited.
+	populate := func(c *Cgroup) <-chan error {
+		t.Helper()
+		p := exec.Command("sleep", "1000")
+		p.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: c.FD()}
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		done := make(chan struct{})
+		go func() { exited <- p.Wait(); close(done) }()
+		t.Cleanup(func() { p.Process.Kill(); <-done })
+		return exited
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- orphan.Wait() }()
+	empty := leaf(fmt.Sprintf("%d-%d-1-empty", ns, pid))
+	busy := leaf(fmt.Sprintf("%d-%d-1-busy", ns, pid))
+	busyGone := populate(busy)
+	// A live pid with another start time: the owner's pid was recycled.
+	reused := leaf(fmt.Sprintf("%d-%d-%d-reused", ns, live.PID, live.StartTime+1))
+	// Another namespace's dsh, pid unknown here: its shell must live.
+	foreign := leaf(fmt.Sprintf("%d-%d-1-foreign", ns+1, pid))
+	foreignGone := populate(foreign)
+	// An older dsh's name: not judged either.
+	old := leaf(fmt.Sprintf("%d-old", pid))
 
 	sweepStale(parent)
-	if _, err := os.Stat(empty.Path()); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the empty stale leaf is still there: %v", err)
+	for _, c := range []*Cgroup{empty, reused} {
+		if _, err := os.Stat(c.Path()); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the empty stale leaf %s is still there: %v", filepath.Base(c.Path()), err)
+		}
 	}
 	select {
-	case <-exited:
+	case <-busyGone:
 	case <-time.After(deadline):
 		t.Fatal("the shell of a dead dsh survived the sweep")
 	}
@@ -304,7 +338,14 @@ func TestSweepStale(t *testing.T) {
 	if _, err := os.Stat(busy.Path()); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the killed stale leaf is still there: %v", err)
 	}
-	if _, err := os.Stat(probe.Path()); err != nil {
-		t.Errorf("the sweep touched a live dsh's leaf: %v", err)
+	select {
+	case err := <-foreignGone:
+		t.Fatalf("the sweep killed another pid namespace's shell: %v", err)
+	default:
+	}
+	for _, c := range []*Cgroup{probe, foreign, old} {
+		if _, err := os.Stat(c.Path()); err != nil {
+			t.Errorf("the sweep touched %s: %v", filepath.Base(c.Path()), err)
+		}
 	}
 }
