@@ -273,7 +273,7 @@ func TestSweepStale(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	pid := dead.Process.Pid // exited and reaped: no such process now
+	pid := dead.Process.Pid                // exited and reaped: no such process now
 	other := exec.Command("sleep", "1000") // a live process, not a dsh
 	if err := other.Start(); err != nil {
 		t.Fatal(err)
