@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -716,5 +717,66 @@ func TestShellsCannotReadDsh(t *testing.T) {
 				t.Fatalf("want both reads refused and the variable scrubbed:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestE2EHTTPUnixSocket: --http unix:PATH serves this user's processes
+// without a token, from a socket in a private directory, and removes the
+// socket when it stops.
+func TestE2EHTTPUnixSocket(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run") // made 0700 by dsh
+	sock := filepath.Join(dir, "mcp.sock")
+	cmd := exec.Command(dshBinary(t), "serve", "--http", "unix:"+sock)
+	stderr := &syncBuffer{}
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	br := bufio.NewReader(pipe)
+	first, _ := br.ReadString('\n')
+	second, _ := br.ReadString('\n')
+	go func() {
+		io.Copy(stderr, br)
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	if want := "dsh: serving MCP (streamable HTTP) at unix:" + sock + " (HTTP path /mcp)\n"; first != want {
+		t.Fatalf("first line %q, want %q", first, want)
+	}
+	if !strings.Contains(second, "may connect; no token is needed") {
+		t.Fatalf("second line %q", second)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("socket directory: %v %v, want 0700", fi.Mode(), err)
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	cs, err := newE2EClient().Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://localhost/mcp", HTTPClient: client}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	if text, _ := bash(t, cs, "echo over-unix"); text != "over-unix" {
+		t.Fatalf("over the socket: %q", text)
+	}
+	cs.Close()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, exited, "dsh to exit"); err != nil {
+		t.Fatalf("dsh: %v (stderr %q)", err, stderr.String())
+	}
+	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+		t.Fatalf("the socket outlived dsh: %v", err)
 	}
 }

@@ -54,7 +54,10 @@ directory ($XDG_RUNTIME_DIR/dsh), whose path dsh prints together with
 client settings to paste; --token-file names your own (one token per
 line, each its own identity). --no-auth turns that off, on a loopback
 address only. Requests must name this server in their Host header: a
-loopback name, the listen host, or an --allowed-host.
+loopback name, the listen host, or an --allowed-host. --http unix:PATH
+serves on a unix socket instead, in a directory private to you; only your
+own processes may connect (checked with SO_PEERCRED), and no token is
+needed.
 
 One MCP session is one owner: its own shell, started in --workdir, closed
 when the session ends (stdin EOF; over HTTP a DELETE or --idle-timeout).
@@ -63,7 +66,8 @@ stderr, never to stdout.`,
 		Example: `  dsh serve
   dsh serve --workdir ~/project
   dsh serve --http 127.0.0.1:8080
-  dsh serve --http 0.0.0.0:8080 --token-file ~/.config/dsh/tokens --allowed-host devbox.lan`,
+  dsh serve --http 0.0.0.0:8080 --token-file ~/.config/dsh/tokens --allowed-host devbox.lan
+  dsh serve --http unix:$XDG_RUNTIME_DIR/dsh/mcp.sock`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			wd, err := resolveWorkdir(workdir)
@@ -94,7 +98,19 @@ stderr, never to stdout.`,
 				}
 			}
 			var ln net.Listener
-			if addr != "" {
+			var peers *peerListener
+			auth := !noAuth
+			if path, ok := isUnixAddr(addr); ok {
+				// Only this user's processes can connect: the socket's
+				// directory is private and every peer's uid is checked.
+				if ln, err = listenUnix(path); err != nil {
+					return fmt.Errorf("--http %s: %w", addr, err)
+				}
+				defer ln.Close()
+				peers = &peerListener{Listener: ln, uid: os.Getuid(), logger: slog.New(slog.DiscardHandler)}
+				ln = peers
+				auth = tokens != nil
+			} else if addr != "" {
 				host, _, err := net.SplitHostPort(addr)
 				if err != nil {
 					return usageError{fmt.Errorf("--http %q: want host:port: %w", addr, err)}
@@ -125,6 +141,9 @@ stderr, never to stdout.`,
 			if err != nil {
 				return err
 			}
+			if peers != nil {
+				peers.logger = h.Logger()
+			}
 			front := mcpfront.New(h, mcpfront.Options{Workdir: wd, Logger: h.Logger(), Version: versionString()})
 			if ln == nil {
 				err = serveStdio(ctx, g, front, h.Logger())
@@ -137,7 +156,7 @@ stderr, never to stdout.`,
 					AllowedHosts: allowed,
 					MaxSessions:  maxSessions,
 				}
-				err = serveHTTP(ctx, g, front, ln, opts, !noAuth, h.Logger())
+				err = serveHTTP(ctx, g, front, ln, opts, auth, h.Logger())
 			}
 			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 			defer cancel()
@@ -146,7 +165,7 @@ stderr, never to stdout.`,
 		},
 	}
 	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "every session's workspace, where its shell starts (default: the current directory)")
-	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP at /mcp on this host:port instead of stdio")
+	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP at /mcp on this host:port, or on the unix socket unix:PATH, instead of stdio")
 	cmd.Flags().DurationVar(&idleTimeout, "idle-timeout", time.Hour, "with --http: close a session and its shell after this long without a request (0: never)")
 	cmd.Flags().DurationVar(&orphanGrace, "orphan-grace", mcpfront.DefaultOrphanGrace, "with --http: close a session this long after its client closed its event stream, if no call runs and no request came (negative: never)")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "with --http: accept the bearer tokens in this file (one per line, private to you) instead of a fresh one")
@@ -233,7 +252,14 @@ func serveStdio(ctx context.Context, g *globals, front *mcpfront.Front, logger *
 func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Listener, opts mcpfront.HTTPOptions, auth bool, logger *slog.Logger) error {
 	url := fmt.Sprintf("http://%s/mcp", ln.Addr())
 	var notes []string
+	_, isUnix := ln.Addr().(*net.UnixAddr)
 	switch {
+	case isUnix && !auth:
+		url = fmt.Sprintf("%s%s (HTTP path /mcp)", unixPrefix, ln.Addr())
+		notes = append(notes, fmt.Sprintf("only processes of uid %d may connect; no token is needed", os.Getuid()))
+	case isUnix:
+		url = fmt.Sprintf("%s%s (HTTP path /mcp)", unixPrefix, ln.Addr())
+		notes = append(notes, `clients must send "Authorization: Bearer <token>" with a token of --token-file`)
 	case !auth:
 		notes = append(notes, "WARNING: --no-auth: any local user, container or sandboxed process that reaches "+url+" can run commands as you")
 	case opts.Tokens == nil:
