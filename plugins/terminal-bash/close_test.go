@@ -3,6 +3,7 @@ package terminalbash
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -283,4 +284,63 @@ func TestShellStartFailureKeepsCgroups(t *testing.T) {
 	if b.noCgroup.Load() {
 		t.Error("a missing shell turned cgroups off for the backend")
 	}
+}
+
+// TestCommandsCannotLeaveTheirCgroup: a command that writes its own pid
+// to a cgroup outside its shell's leaf (the parent's cgroup.procs, dsh's
+// own) would survive the session's close, which kills the leaf. The
+// shell is born in a cgroup namespace rooted at its leaf. Where the cgroup2
+// hierarchy is mounted with nsdelegate (systemd does that), namespaces are
+// delegation boundaries and the kernel refuses the move; elsewhere the
+// shell still gets its namespace, but the move succeeds, and the test says
+// so and stops. Creating the namespace needs CAP_SYS_ADMIN: the test runs
+// as root and is skipped otherwise.
+func TestCommandsCannotLeaveTheirCgroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a cgroup namespace needs CAP_SYS_ADMIN")
+	}
+	b := newTestBackend(t, nil)
+	s := spawn(t, b, t.TempDir())
+	if s.target.Cgroup == nil {
+		t.Skip("cgroup v2 is not available here")
+	}
+	// The shell is in a namespace of its own, rooted at its leaf.
+	if out, _ := mustExec(t, s, `cat /proc/self/cgroup | grep '^0::'; readlink /proc/self/ns/cgroup`); !strings.HasPrefix(out, "0::/\n") || strings.Contains(out, mustReadlink(t, "/proc/self/ns/cgroup")) {
+		t.Fatalf("the shell's cgroup view: %q, want a namespace of its own rooted at its leaf", out)
+	}
+	if !nsDelegate(t) {
+		t.Skip("the cgroup2 hierarchy is not mounted with nsdelegate: a cgroup namespace is no boundary for moves here")
+	}
+	leaf := s.target.Cgroup.Path()
+	for _, target := range []string{filepath.Dir(leaf), filepath.Dir(filepath.Dir(leaf))} {
+		procs := filepath.Join(target, "cgroup.procs")
+		out, _ := mustExec(t, s, fmt.Sprintf(`setsid sh -c 'echo $$ > %q' 2>/dev/null && echo escaped || echo contained`, procs))
+		if strings.TrimSpace(out) != "contained" {
+			t.Fatalf("a command moved itself to %s: %q", target, out)
+		}
+	}
+}
+
+func mustReadlink(t *testing.T, path string) string {
+	t.Helper()
+	target, err := os.Readlink(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return target
+}
+
+// nsDelegate reports whether the cgroup2 hierarchy is mounted with
+// nsdelegate.
+func nsDelegate(t *testing.T) bool {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if strings.Contains(line, " - cgroup2 ") {
+			return strings.Contains(line, "nsdelegate")
+		}
+	}
+	return false
 }

@@ -1,10 +1,14 @@
 package terminalbash
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/creack/pty"
@@ -137,9 +141,25 @@ func (t *ptyPair) close() {
 // startShell starts argv on the slave as a session leader with the slave as
 // its controlling terminal. With cgroupFD >= 0 the child is born inside that
 // cgroup (clone3 CLONE_INTO_CGROUP), so not even its first instructions run
-// outside it. The shell starts with its signals at their defaults, even
-// those the host ignores (see unignoreSignals).
+// outside it, and, where dsh may create namespaces, in a cgroup namespace
+// rooted there: the kernel then refuses to move any of its processes to a
+// cgroup outside the leaf (a command writing its pid to the parent's
+// cgroup.procs to survive the session's close). The shell starts with its
+// signals at their defaults, even those the host ignores (see
+// unignoreSignals).
 func startShell(path string, args, env []string, dir string, slave *os.File, cgroupFD int) (*exec.Cmd, error) {
+	nsOK := cgroupFD >= 0 && cgroupNamespaces.Load()
+	cmd, err := startShellOnce(path, args, env, dir, slave, cgroupFD, nsOK)
+	if err != nil && nsOK && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSPC)) {
+		// Not allowed here after all (a seccomp profile, a user
+		// namespace's limit): go on with the leaf alone.
+		cgroupNamespaces.Store(false)
+		return startShellOnce(path, args, env, dir, slave, cgroupFD, false)
+	}
+	return cmd, err
+}
+
+func startShellOnce(path string, args, env []string, dir string, slave *os.File, cgroupFD int, cgroupNS bool) (*exec.Cmd, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Env = env
 	cmd.Dir = dir
@@ -148,12 +168,38 @@ func startShell(path string, args, env []string, dir string, slave *os.File, cgr
 	if cgroupFD >= 0 {
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = cgroupFD
+		if cgroupNS {
+			cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWCGROUP
+		}
 	}
 	unignoreSignals()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	return cmd, nil
+}
+
+// cgroupNamespaces is whether shells get a cgroup namespace: creating one
+// needs CAP_SYS_ADMIN. It is turned off for good when the kernel refuses.
+var cgroupNamespaces = func() *atomic.Bool {
+	var b atomic.Bool
+	b.Store(hasCapability(unix.CAP_SYS_ADMIN))
+	return &b
+}()
+
+// hasCapability reports whether cap is in this process's effective set.
+func hasCapability(cap int) bool {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if hex, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			v, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+			return err == nil && v&(1<<uint(cap)) != 0
+		}
+	}
+	return false
 }
 
 // foreground returns the terminal's foreground process group.
