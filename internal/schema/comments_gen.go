@@ -6,6 +6,9 @@ package schema
 // fields, keyed like invopop/jsonschema's Reflector.CommentMap.
 var comments = map[string]string{
 	"github.com/dshdev/dsh/host.ToolInfo":                                                                 "ToolInfo describes a registered tool.",
+	"github.com/dshdev/dsh/internal/catalog.Plugin":                                                       "Plugin is one plugin's entry in the config catalog.",
+	"github.com/dshdev/dsh/internal/catalog.Plugin.Config":                                                "Config is the JSON Schema of the plugin's config, with defaults and\ndescriptions; nil for a plugin without config.",
+	"github.com/dshdev/dsh/internal/catalog.Plugin.Executable":                                            "Executable is set for a backend that runs as its own program: a\ndeployment names it by path (\"./bin/dsh-backend-ssh\").",
 	"github.com/dshdev/dsh/plugins/terminal-bash.Config":                                                  "Config configures the shell backend.",
 	"github.com/dshdev/dsh/plugins/terminal-bash.Config.BackendType":                                      "BackendType is the name sessions are spawned under in the terminals\nservice (the spawn request's type).",
 	"github.com/dshdev/dsh/plugins/terminal-bash.Config.Cols":                                             "Cols is the terminal width in columns.",

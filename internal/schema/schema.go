@@ -41,6 +41,9 @@ func reflectSchema(v any, defaults any, openRoot bool) (json.RawMessage, error) 
 		return nil, fmt.Errorf("schema: %T does not reflect to an object", v)
 	}
 	if defaults != nil {
+		// A config is decoded over its defaults: no field has to be
+		// given, whatever its tag says.
+		dropRequired(s)
 		addDefaults(s, reflect.ValueOf(defaults))
 	}
 	if openRoot {
@@ -51,6 +54,17 @@ func reflectSchema(v any, defaults any, openRoot bool) (json.RawMessage, error) 
 		return nil, fmt.Errorf("schema: marshal %T: %w", v, err)
 	}
 	return out, nil
+}
+
+// dropRequired clears "required" in s and the objects within it.
+func dropRequired(s *jsonschema.Schema) {
+	s.Required = nil
+	if s.Properties == nil {
+		return
+	}
+	for pair := s.Properties.Oldest(); pair != nil; pair = pair.Next() {
+		dropRequired(pair.Value)
+	}
 }
 
 // addDefaults copies the non-zero fields of a default value into the schema,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -39,10 +40,18 @@ func TestReflect(t *testing.T) {
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := `{"additionalProperties":false,"properties":{"count":{"default":3,"type":"integer"},"name":{"minLength":1,"type":"string"}},"required":["name"],"type":"object"}`
+	// With defaults it is a config's schema: nothing is required.
+	want := `{"additionalProperties":false,"properties":{"count":{"default":3,"type":"integer"},"name":{"minLength":1,"type":"string"}},"type":"object"}`
 	norm, _ := json.Marshal(got)
 	if string(norm) != want {
 		t.Fatalf("schema:\n got %s\nwant %s", norm, want)
+	}
+	raw, err = Reflect(&sample{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"required":["name"]`) {
+		t.Fatalf("without defaults the tag's required stays: %s", raw)
 	}
 }
 

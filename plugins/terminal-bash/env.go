@@ -20,7 +20,7 @@ type EnvPolicy struct {
 	// Inherit is the starting set: "all" of dsh's environment, "core"
 	// (PATH, HOME, USER, USERNAME, LOGNAME, SHELL, TMPDIR, TEMP, TMP, LANG,
 	// LANGUAGE, LC_*, TZ) or "none".
-	Inherit string `json:"inherit"`
+	Inherit string `json:"inherit" jsonschema:"enum=all,enum=core,enum=none"`
 	// DefaultExcludes drops variables whose names say they hold a
 	// credential: a word (the name split at anything but letters and
 	// digits) such as KEY, TOKEN, SECRET, PASSWORD, PASSWD, PWD, PAT, JWT,

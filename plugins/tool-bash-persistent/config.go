@@ -47,7 +47,7 @@ type Config struct {
 	// and keeps the shell; "background" stops the command and resumes it as
 	// a background job of the same shell (a command that ignores SIGTSTP is
 	// interrupted instead). The shell is reset when it does not come back.
-	TimeoutAction string `json:"timeoutAction"`
+	TimeoutAction string `json:"timeoutAction" jsonschema:"enum=reset,enum=interrupt,enum=background"`
 	// MaxOutputChars bounds the output shown to the model, in characters
 	// (Unicode code points). Longer output keeps its beginning and its end;
 	// the whole output is saved to a file named in the result.
