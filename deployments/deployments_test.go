@@ -93,35 +93,54 @@ func TestReadmeExamplesLoad(t *testing.T) {
 }
 
 // TestReadmesInStep checks that the two languages have the same outline:
-// the same heading levels in the same order, and the same code blocks.
+// the same heading levels in the same order, the same code blocks, and in
+// every section the same number of table rows and of list items, so a row
+// or a bullet dropped from one is caught.
 func TestReadmesInStep(t *testing.T) {
-	outline := func(path string) (levels []string, code []string) {
+	type section struct{ rows, items int }
+	outline := func(path string) (levels []string, code []string, sections []section) {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		inCode := false
+		sections = []section{{}}
 		for line := range strings.SplitSeq(string(data), "\n") {
 			if strings.HasPrefix(line, "```") {
 				inCode = !inCode
 				code = append(code, line)
 				continue
 			}
-			if !inCode && strings.HasPrefix(line, "#") {
+			switch cur := &sections[len(sections)-1]; {
+			case inCode:
+			case strings.HasPrefix(line, "#"):
 				levels = append(levels, strings.Fields(line)[0])
+				sections = append(sections, section{})
+			case strings.HasPrefix(line, "|"):
+				cur.rows++
+			case strings.HasPrefix(strings.TrimLeft(line, " "), "- "), numbered.MatchString(line):
+				cur.items++
 			}
 		}
-		return levels, code
+		return levels, code, sections
 	}
-	enLevels, enCode := outline("../README.md")
-	zhLevels, zhCode := outline("../README.zh.md")
+	enLevels, enCode, enSections := outline("../README.md")
+	zhLevels, zhCode, zhSections := outline("../README.zh.md")
 	if strings.Join(enLevels, " ") != strings.Join(zhLevels, " ") {
 		t.Errorf("heading outlines differ:\n en %v\n zh %v", enLevels, zhLevels)
 	}
 	if strings.Join(enCode, " ") != strings.Join(zhCode, " ") {
 		t.Errorf("code blocks differ:\n en %v\n zh %v", enCode, zhCode)
 	}
+	for i := range min(len(enSections), len(zhSections)) {
+		if enSections[i] != zhSections[i] {
+			t.Errorf("section %d (after heading %d): en has %d table rows and %d list items, zh %d and %d",
+				i, i, enSections[i].rows, enSections[i].items, zhSections[i].rows, zhSections[i].items)
+		}
+	}
 }
+
+var numbered = regexp.MustCompile(`^\s*\d+\. `)
 
 // TestSSHExampleResolves: deployments/ssh.yaml names its plugin as built
 // next to the repository's deployments/ directory, and resolves.
