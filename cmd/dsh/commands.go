@@ -22,20 +22,47 @@ func init() {
 }
 
 func checkCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var showConfig bool
+	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Validate a deployment and print the resolved plugin graph",
-		Long:  "check parses the deployment, decodes every entry's config strictly, resolves services and load order, starts the plugins and stops them again, then prints what it found.",
-		Args:  usageArgs(cobra.NoArgs),
+		Long: `check parses the deployment, decodes every entry's config strictly, resolves
+services and load order, starts the plugins and stops them again, then prints
+what it found. With --config it prints each entry's config as the plugin
+gets it, defaults filled in, as JSON (catalog/config-catalog.md says what the
+fields mean).`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			plan, tools, err := g.inspect(cmd.Context())
 			if err != nil {
 				return err
 			}
+			if showConfig {
+				return printConfigs(g, plan)
+			}
 			printPlan(g, plan, tools)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&showConfig, "config", false, "print every entry's effective config (defaults filled in) as JSON")
+	return cmd
+}
+
+// printConfigs prints the effective config of every step: entry path,
+// plugin and config, in load order.
+func printConfigs(g *globals, plan *host.Plan) error {
+	type entry struct {
+		Entry  string `json:"entry"`
+		Plugin string `json:"plugin"`
+		Config any    `json:"config"`
+	}
+	out := make([]entry, 0, len(plan.Steps))
+	for _, s := range plan.Steps {
+		out = append(out, entry{Entry: s.Entry.Path, Plugin: s.Plugin.Name, Config: s.Config})
+	}
+	enc := json.NewEncoder(g.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }
 
 // inspect starts the deployment's plugins, notes what they registered, and

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,6 +77,33 @@ func TestCheckDefault(t *testing.T) {
 	if code != 0 || errOut != "" || !strings.HasPrefix(out, "deployment: default.yaml (embedded)\n") || !strings.HasSuffix(out, "ok\n") {
 		t.Fatalf("code %d\nstdout %q\nstderr %q", code, out, errOut)
 	}
+}
+
+// TestCheckConfig: check --config prints each entry's config as the
+// plugin gets it: what the document says over the defaults.
+func TestCheckConfig(t *testing.T) {
+	path := writeFile(t, "- id: terminal\n  name: terminal\n- id: terminal-bash\n  name: terminal-bash\n- id: bash\n  name: tool-bash-persistent\n  config: {timeoutMs: 5000, timeoutAction: interrupt}\n")
+	code, out, errOut := runCLI(t, "check", "--config", "-d", path)
+	if code != 0 || errOut != "" {
+		t.Fatalf("code %d, stderr %q", code, errOut)
+	}
+	var entries []struct {
+		Entry  string         `json:"entry"`
+		Plugin string         `json:"plugin"`
+		Config map[string]any `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(out), &entries); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+	for _, e := range entries {
+		if e.Entry == "bash" {
+			if e.Config["timeoutMs"] != 5000.0 || e.Config["timeoutAction"] != "interrupt" || e.Config["maxOutputChars"] != 16000.0 {
+				t.Fatalf("the bash entry's config: %v", e.Config)
+			}
+			return
+		}
+	}
+	t.Fatalf("no bash entry in %q", out)
 }
 
 func TestBadDeploymentsExit2(t *testing.T) {
