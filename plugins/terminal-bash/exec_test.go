@@ -2,6 +2,8 @@ package terminalbash
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,8 +17,14 @@ import (
 // foreground's.
 func TestProofDespiteBackgroundFlood(t *testing.T) {
 	s := spawn(t, newTestBackend(t, nil), "")
-	mustExec(t, s, "(while :; do echo tick; done) & FLOOD=$!")
-	out, res := execute(t, s, "read x")
+	dir := t.TempDir()
+	gate, ready := filepath.Join(dir, "go"), filepath.Join(dir, "ready")
+	// Once the command opens the gate, the flood prints a hundred more
+	// lines and says so; the command waits for that before it reads, so
+	// the flood is surely flowing during this command, however the machine
+	// schedules it.
+	mustExec(t, s, fmt.Sprintf(`(i=0; while :; do echo tick; [ -e %q ] && [ $((++i)) = 100 ] && : > %q; done) & FLOOD=$!`, gate, ready))
+	out, res := execute(t, s, fmt.Sprintf(`: > %q; until [ -e %q ]; do :; done; read x`, gate, ready))
 	if res.Reason != terminal.WaitStdinRead || res.Prompt || res.Exec.State != terminal.ExecRunning {
 		t.Fatalf("read x under a flood settled %s (prompt %v) with %+v", res.Reason, res.Prompt, *res.Exec)
 	}

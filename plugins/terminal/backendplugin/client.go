@@ -119,7 +119,10 @@ func (c *Client) start(ctx context.Context) (*process, string, error) {
 	}
 	conn, err := pc.Client()
 	if err != nil {
-		return fail(startError(c.path, err, stderr.String()))
+		// Kill waits for go-plugin's copy of the plugin's stderr to end:
+		// the reason a plugin gives as it dies is read only then.
+		pc.Kill()
+		return nil, "", startError(c.path, err, stderr.String())
 	}
 	raw, err := conn.Dispense(pluginName)
 	if err != nil {
