@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
-	"os"
 	"runtime/debug"
 	"strings"
 
@@ -135,16 +135,11 @@ func (g *globals) readDeployment() (*host.Deployment, error) {
 	if g.deployment == "" {
 		return host.ParseDeployment(deployments.DefaultName, deployments.Default, nil)
 	}
-	data, err := os.ReadFile(g.deployment)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("deployment: %w", err)}
+	d, err := host.ReadDeployment(g.deployment, nil)
+	if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
+		return nil, usageError{err} // a file that is not there is the flag's fault
 	}
-	d, err := host.ParseDeployment(g.deployment, data, nil)
-	if err != nil {
-		return nil, err
-	}
-	d.File = g.deployment
-	return d, nil
+	return d, err
 }
 
 // loadHost reads the deployment and starts its plugins.

@@ -123,15 +123,3 @@ func JSONName(f reflect.StructField) string {
 	}
 	return name
 }
-
-// Comment returns the generated doc comment of a type (key "pkgpath.Type") or
-// field (key "pkgpath.Type.Field"), or "".
-func Comment(key string) string { return comments[key] }
-
-// TypeKey is the comment key of a named type.
-func TypeKey(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t.PkgPath() + "." + t.Name()
-}

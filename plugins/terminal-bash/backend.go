@@ -18,7 +18,7 @@ import (
 
 // Backend starts bash sessions on PTYs. It remembers the sessions it
 // started until they are closed, so that the plugin's unload can close
-// them (Close) and a host that is dying can kill them (KillAll).
+// them (Close) and a dying host can kill them at once (KillAll).
 type Backend struct {
 	typ       string
 	shellPath string
@@ -58,21 +58,7 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 		env:       cfg.Env,
 		sessions:  make(map[*session]struct{}),
 	}
-	allBackends.Store(b, struct{}{})
 	return b, nil
-}
-
-// allBackends holds every backend that has not been closed, for KillAll.
-var allBackends sync.Map
-
-// KillAll is Backend.KillAll for every backend in this process that has
-// not been closed: for a host that must exit now (a fatal signal, a
-// deadline it cannot meet) and cannot wait for the plugins to unload.
-func KillAll() {
-	allBackends.Range(func(b, _ any) bool {
-		b.(*Backend).KillAll()
-		return true
-	})
 }
 
 // Type is the name the backend registers under.
@@ -299,11 +285,7 @@ func (b *Backend) Close(ctx context.Context) error {
 		wg.Go(func() { errs[i] = s.Close(ctx, "terminal-bash backend unloaded") })
 	}
 	wg.Wait()
-	err := errors.Join(errs...)
-	if err == nil {
-		allBackends.Delete(b)
-	}
-	return err
+	return errors.Join(errs...)
 }
 
 // KillAll sends SIGKILL to everything every open session captured, without

@@ -225,14 +225,13 @@ func TestBackendClose(t *testing.T) {
 	}
 }
 
-// TestKillAll: the package-level KillAll reaches the sessions of every open
-// backend, synchronously.
+// TestKillAll: KillAll reaches every session of the backend, synchronously.
 func TestKillAll(t *testing.T) {
 	b := newTestBackend(t, nil)
 	s := spawnUnmanaged(t, b, "")
 	res := mustPrompt(t, s, `(trap "" TERM HUP; sleep 1000) & echo $!`)
 	job := reportedPID(t, res.Viewport)
-	KillAll()
+	b.KillAll()
 	// KillAll does not wait; Close does, and finds nothing left to do.
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()

@@ -165,9 +165,8 @@
 // Close returns only when all of them are gone (or reports the survivors),
 // bash is reaped, the control directory is removed and the session's
 // goroutines have ended. Concurrent calls share one close; a failed close
-// can be retried. Backend.KillAll, and KillAll for every backend of the
-// process, is the synchronous SIGKILL of everything, without waiting, for a
-// host that is dying; the plugin's unload falls back to it when closing its
+// can be retried. Backend.KillAll is the synchronous SIGKILL of everything,
+// without waiting, for a host that is dying; the plugin's unload falls back to it when closing its
 // sessions fails. Where cgroup v2 cannot be used (not writable, not root,
 // an old kernel), the tracker works alone and a process that leaves bash's
 // session before a refresh sees it escapes.
