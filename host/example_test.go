@@ -39,22 +39,14 @@ func ExampleRegister() {
 		Inject:  []string{host.ToolsKey},
 		Config:  func() any { return &shoutConfig{Suffix: "!"} },
 		Apply: host.Typed(func(pctx *host.Context, cfg *shoutConfig) error {
-			tools, err := host.Service[*host.Tools](pctx, host.ToolsKey)
-			if err != nil {
-				return err
-			}
 			tool, err := host.NewTool("shout", "Upper-case a text.", func(_ context.Context, _ *host.Owner, a shoutArgs) (string, error) {
 				return strings.ToUpper(a.Text) + cfg.Suffix, nil
 			})
 			if err != nil {
 				return err
 			}
-			unregister, err := tools.Register(tool)
-			if err != nil {
-				return err
-			}
-			pctx.Defer(func(context.Context) error { unregister(); return nil })
-			return nil
+			// Registered while the plugin is loaded: unloading removes it.
+			return host.AddTool(pctx, tool)
 		}),
 	})
 

@@ -517,6 +517,7 @@ func TestRegisterPanicsOnProgrammerErrors(t *testing.T) {
 		{"reserved name", Plugin{Name: "group", Apply: apply}},
 		{"no apply", Plugin{Name: "x"}},
 		{"nil config", Plugin{Name: "x", Apply: apply, Config: func() any { return nil }}},
+		{"injects what it provides", Plugin{Name: "x", Apply: apply, Provides: []string{"k"}, Inject: []string{"k"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -111,6 +111,11 @@ func (r *Registry) Register(p Plugin) {
 	case p.Apply == nil:
 		panic(fmt.Sprintf("host: plugin %q registered without Apply", p.Name))
 	}
+	for _, key := range p.Inject {
+		if slices.Contains(p.Provides, key) {
+			panic(fmt.Sprintf("host: plugin %q injects %q, which it provides itself", p.Name, key))
+		}
+	}
 	if p.Config != nil {
 		if c := p.Config(); c == nil {
 			panic(fmt.Sprintf("host: plugin %q Config returned nil", p.Name))

@@ -104,11 +104,42 @@ func newTools(logger *slog.Logger) *Tools {
 	return &Tools{logger: logger, tools: make(map[string]*registeredTool)}
 }
 
+// validToolName is MCP's rule for tool names: 1 to 128 characters of
+// A-Z, a-z, 0-9, underscore, hyphen and dot.
+func validToolName(name string) bool {
+	if name == "" || len(name) > 128 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// AddTool registers tool with the host's tools service, injected as
+// ToolsKey, for as long as the plugin is loaded: its unload removes it.
+// It is what a tool plugin's Apply calls.
+func AddTool(pctx *Context, tool Tool) error {
+	tools, err := Service[*Tools](pctx, ToolsKey)
+	if err != nil {
+		return err
+	}
+	unregister, err := tools.Register(tool)
+	if err != nil {
+		return err
+	}
+	pctx.Defer(func(context.Context) error { unregister(); return nil })
+	return nil
+}
+
 // Register adds a tool. The returned function removes it again (it removes
 // only this registration, even if the name was registered anew since).
 func (t *Tools) Register(tool Tool) (unregister func(), err error) {
-	if tool.Name == "" || strings.ContainsAny(tool.Name, " \t\n") {
-		return nil, fmt.Errorf("host: tool name %q must be non-empty without spaces", tool.Name)
+	if !validToolName(tool.Name) {
+		return nil, fmt.Errorf("host: tool name %q: want 1 to 128 of A-Z, a-z, 0-9, '_', '-' and '.' (the MCP rule)", tool.Name)
 	}
 	if strings.TrimSpace(tool.Description) == "" {
 		return nil, fmt.Errorf("host: tool %q needs a description", tool.Name)

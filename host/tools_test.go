@@ -100,6 +100,9 @@ func TestToolRegistry(t *testing.T) {
 	bad := []Tool{
 		{Name: "", Description: "d", InputSchema: obj, Run: run},
 		{Name: "has space", Description: "d", InputSchema: obj, Run: run},
+		{Name: "has/slash", Description: "d", InputSchema: obj, Run: run},
+		{Name: "ünicode", Description: "d", InputSchema: obj, Run: run},
+		{Name: strings.Repeat("x", 129), Description: "d", InputSchema: obj, Run: run},
 		{Name: "nodesc", Description: " ", InputSchema: obj, Run: run},
 		{Name: "norun", Description: "d", InputSchema: obj},
 		{Name: "notobject", Description: "d", InputSchema: json.RawMessage(`{"type":"string"}`), Run: run},
@@ -156,5 +159,35 @@ func TestToolCallPassesContext(t *testing.T) {
 	res := h.Tools().Call(ctx, o, "wait", nil)
 	if !res.IsError || !errors.Is(res.Err, context.Canceled) {
 		t.Fatalf("cancelled call: %+v", res)
+	}
+}
+
+// TestAddToolLastsAsLongAsThePlugin: a tool added through the plugin's
+// context is gone once the plugin unloads.
+func TestAddToolLastsAsLongAsThePlugin(t *testing.T) {
+	reg := NewRegistry()
+	reg.Register(Plugin{Name: "adder", Inject: []string{ToolsKey}, Apply: func(pctx *Context, _ any) error {
+		tool, err := NewTool("added", "Added.", func(context.Context, *Owner, struct{}) (string, error) { return "", nil })
+		if err != nil {
+			return err
+		}
+		return AddTool(pctx, tool)
+	}})
+	d, err := ParseDeployment("t.yaml", []byte("- id: adder\n  name: adder\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Load(t.Context(), d, WithRegistry(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := h.Tools().List(); len(l) != 1 || l[0].Name != "added" {
+		t.Fatalf("tools while loaded: %v", l)
+	}
+	if err := h.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if l := h.Tools().List(); len(l) != 0 {
+		t.Fatalf("tools after unload: %v", l)
 	}
 }

@@ -36,22 +36,13 @@ func init() {
 		Inject: []string{host.ToolsKey},
 		Config: func() any { return &clitestConfig{Greeting: "hello", Repeat: 1} },
 		Apply: host.Typed(func(pctx *host.Context, cfg *clitestConfig) error {
-			tools, err := host.Service[*host.Tools](pctx, host.ToolsKey)
-			if err != nil {
-				return err
-			}
 			tool, err := host.NewTool("greet", "Greet someone.", func(_ context.Context, o *host.Owner, a greetArgs) (string, error) {
 				return strings.Repeat(cfg.Greeting+" "+a.Name+" from "+filepath.Base(o.Workdir())+"\n", cfg.Repeat), nil
 			})
 			if err != nil {
 				return err
 			}
-			unregister, err := tools.Register(tool)
-			if err != nil {
-				return err
-			}
-			pctx.Defer(func(context.Context) error { unregister(); return nil })
-			return nil
+			return host.AddTool(pctx, tool)
 		}),
 	})
 }

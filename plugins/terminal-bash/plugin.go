@@ -11,11 +11,6 @@ import (
 // PluginName is the name deployments use for this plugin.
 const PluginName = "terminal-bash"
 
-// backendRegistry is the part of the terminals service this plugin uses.
-type backendRegistry interface {
-	RegisterBackend(terminal.Backend) (unregister func(), err error)
-}
-
 func init() {
 	host.Register(host.Plugin{
 		Name:    PluginName,
@@ -31,18 +26,11 @@ func init() {
 // every session it still owns is closed; if that fails, whatever is left
 // is killed outright rather than left behind.
 func apply(pctx *host.Context, cfg *Config) error {
-	registry, err := host.Service[backendRegistry](pctx, terminal.ServiceKey)
-	if err != nil {
-		return fmt.Errorf("terminal-bash: %w", err)
-	}
 	b, err := NewBackend(cfg, pctx.Logger())
 	if err != nil {
 		return err
 	}
-	unregister, err := registry.RegisterBackend(b)
-	if err != nil {
-		return fmt.Errorf("terminal-bash: register backend %q: %w", b.Type(), err)
-	}
+	// Deferred first, so it runs after AddBackend's unregistering.
 	pctx.Defer(func(ctx context.Context) error {
 		if err := b.Close(ctx); err != nil {
 			b.KillAll()
@@ -50,9 +38,8 @@ func apply(pctx *host.Context, cfg *Config) error {
 		}
 		return nil
 	})
-	pctx.Defer(func(context.Context) error {
-		unregister()
-		return nil
-	})
+	if err := terminal.AddBackend(pctx, b); err != nil {
+		return fmt.Errorf("terminal-bash: %w", err)
+	}
 	return nil
 }

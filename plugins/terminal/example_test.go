@@ -32,10 +32,6 @@ func ExampleService_Exec() {
 		Name:   "example-runner",
 		Inject: []string{host.ToolsKey, terminal.ServiceKey},
 		Apply: func(pctx *host.Context, _ any) error {
-			tools, err := host.Service[*host.Tools](pctx, host.ToolsKey)
-			if err != nil {
-				return err
-			}
 			terms, err := host.Service[*terminal.Service](pctx, terminal.ServiceKey)
 			if err != nil {
 				return err
@@ -73,12 +69,7 @@ func ExampleService_Exec() {
 			if err != nil {
 				return err
 			}
-			unregister, err := tools.Register(tool)
-			if err != nil {
-				return err
-			}
-			pctx.Defer(func(context.Context) error { unregister(); return nil })
-			return nil
+			return host.AddTool(pctx, tool)
 		},
 	})
 

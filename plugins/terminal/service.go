@@ -89,6 +89,26 @@ func NewService() *Service {
 	}
 }
 
+// AddBackend registers b with the terminals service the plugin injected
+// (ServiceKey) for as long as the plugin is loaded. Its unload unregisters
+// b before it runs the cleanups the plugin deferred earlier, so a plugin
+// that defers closing its backend first, then calls AddBackend, has no
+// session start while the backend closes.
+func AddBackend(pctx *host.Context, b Backend) error {
+	reg, err := host.Service[interface {
+		RegisterBackend(Backend) (func(), error)
+	}](pctx, ServiceKey)
+	if err != nil {
+		return err
+	}
+	unregister, err := reg.RegisterBackend(b)
+	if err != nil {
+		return fmt.Errorf("register backend %q: %w", b.Type(), err)
+	}
+	pctx.Defer(func(context.Context) error { unregister(); return nil })
+	return nil
+}
+
 // RegisterBackend adds a backend under its type. The returned function
 // removes that registration again, and only that one: if the type has since
 // been registered anew, the newer registration stays. Unregistering does not

@@ -92,10 +92,6 @@ func (st *ownerState) awaitClosed(ctx context.Context) error {
 }
 
 func apply(pctx *host.Context, cfg *Config) error {
-	tools, err := host.Service[*host.Tools](pctx, host.ToolsKey)
-	if err != nil {
-		return err
-	}
 	terms, err := host.Service[*terminal.Service](pctx, terminal.ServiceKey)
 	if err != nil {
 		return err
@@ -112,14 +108,9 @@ func apply(pctx *host.Context, cfg *Config) error {
 		return err
 	}
 	tool.Instructions = cfg.instructions()
-	unregister, err := tools.Register(tool)
-	if err != nil {
-		return err
-	}
 	// Cleanups run in reverse: the tool disappears first, then the shells.
 	pctx.Defer(p.close)
-	pctx.Defer(func(context.Context) error { unregister(); return nil })
-	return nil
+	return host.AddTool(pctx, tool)
 }
 
 // ownerState returns (creating on first use) the state of owner.

@@ -1,7 +1,6 @@
 package backendplugin
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -40,17 +39,7 @@ func LoadExternal(name, path string) (host.Plugin, error) {
 	}, nil
 }
 
-// backendRegistry is the part of the terminals service an external backend
-// uses.
-type backendRegistry interface {
-	RegisterBackend(terminal.Backend) (unregister func(), err error)
-}
-
 func applyExternal(pctx *host.Context, path string, cfg map[string]any) error {
-	registry, err := host.Service[backendRegistry](pctx, terminal.ServiceKey)
-	if err != nil {
-		return err
-	}
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("config of %s: %w", path, err)
@@ -59,16 +48,10 @@ func applyExternal(pctx *host.Context, path string, cfg map[string]any) error {
 	if err != nil {
 		return err
 	}
-	unregister, err := registry.RegisterBackend(c)
-	if err != nil {
-		_ = c.Close(context.Background())
-		return fmt.Errorf("register backend %q of %s: %w", c.Type(), path, err)
-	}
-	// Deferred cleanups run last first: unregister, then stop the process.
+	// Deferred first, so the process stops after AddBackend unregisters it.
 	pctx.Defer(c.Close)
-	pctx.Defer(func(context.Context) error {
-		unregister()
-		return nil
-	})
+	if err := terminal.AddBackend(pctx, c); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	return nil
 }
