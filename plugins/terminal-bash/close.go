@@ -24,6 +24,7 @@ type closeCall struct {
 // finishExitLocked), or right here when the read loop has already ended.
 func (s *session) waitShell() {
 	defer close(s.waitDone)
+	awaitExited(s.shellCmd.Process.Pid)
 	err := s.shellCmd.Wait()
 	st := exitStatus(s.shellCmd.ProcessState)
 	s.mu.Lock()
@@ -38,6 +39,36 @@ func (s *session) waitShell() {
 		return
 	}
 	s.armLocked()
+}
+
+// awaitExited returns once process pid has exited (or cannot be watched),
+// without holding an OS thread: its pidfd becomes readable then, and the
+// runtime's poller waits for that alongside every other descriptor. A
+// blocking wait would pin a thread per shell, a thousand threads for a
+// thousand shells. The caller reaps the process afterwards, which no
+// longer blocks.
+func awaitExited(pid int) {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return // no pidfd (Linux < 5.3) or already reaped: a plain wait follows
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Read(func(fd uintptr) bool {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			n, err := unix.Poll(pfd, 0)
+			if err == unix.EINTR {
+				continue
+			}
+			// Ready, or an error that waiting cannot cure.
+			return err != nil || n > 0
+		}
+	})
 }
 
 // exitStatus turns a wait status into the terminal's terms.
