@@ -72,7 +72,6 @@ type session struct {
 	forget func(*session)
 
 	// Read loop only.
-	rbuf        []byte
 	pause       *time.Timer // bounds a backpressure pause; made on first use
 	lastTracked time.Time
 	// snap is the tracker's latest /proc walk; the stdin probe takes the
@@ -150,7 +149,6 @@ func newSession(id string, cfg settings, log *slog.Logger, term *ptyPair, ctl *c
 		log:       log,
 		term:      term,
 		ctl:       ctl,
-		rbuf:      make([]byte, 64<<10),
 		resume:    make(chan struct{}, 1),
 		loopDone:  make(chan struct{}),
 		waitDone:  make(chan struct{}),

@@ -23,6 +23,10 @@ var (
 // lines is an index bump in the oldest; whole chunks are recycled.
 const chunkBytes = 64 << 10
 
+// firstChunkBytes is the size of a scrollback's first chunk; later ones
+// double up to chunkBytes.
+const firstChunkBytes = 2 << 10
+
 // chunk holds consecutive committed lines, each stored with its '\n'. A line
 // never spans chunks; one longer than chunkBytes gets a chunk of its own.
 type chunk struct {
@@ -186,11 +190,22 @@ func (s *Scrollback) tail(size int) *chunk {
 		}
 	}
 	std := min(chunkBytes, s.maxBytes)
+	want := std
+	if n := len(s.chunks); n == 0 || cap(s.chunks[n-1].data) < std {
+		// A terminal that has printed little keeps little: the first
+		// chunks start at firstChunkBytes and double up to the standard
+		// size, so a thousand quiet sessions do not hold 64 KiB each.
+		grown := firstChunkBytes
+		if n > 0 {
+			grown = 2 * cap(s.chunks[n-1].data)
+		}
+		want = min(std, grown)
+	}
 	var c *chunk
-	if size <= std && s.spare != nil {
+	if size <= want && want == std && s.spare != nil {
 		c, s.spare = s.spare, nil
 	} else {
-		c = newChunk(max(std, size))
+		c = newChunk(max(want, size))
 	}
 	s.chunks = append(s.chunks, c)
 	return c
