@@ -124,6 +124,7 @@ func TestE2EHTTPLoad(t *testing.T) {
 	elapsed := time.Since(start)
 	cpu := processCPU(t, d.cmd.Process.Pid) - cpuBefore
 	peak := procStatus(t, d.cmd.Process.Pid)
+	peakFDs := openFDs(t, d.cmd.Process.Pid)
 	close(release)
 	evenClosed.Wait()
 	after := procStatus(t, d.cmd.Process.Pid)
@@ -158,6 +159,8 @@ func TestE2EHTTPLoad(t *testing.T) {
 		pct(0.5).Round(time.Microsecond), pct(0.9).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), latencies[len(latencies)-1].Round(time.Microsecond))
 	t.Logf("dsh process memory (bash processes excluded): idle VmRSS %s; with %d sessions open VmRSS %s, VmHWM %s; after %d closed VmRSS %s",
 		before["VmRSS"], sessions, peak["VmRSS"], peak["VmHWM"], (sessions+1)/2, after["VmRSS"])
+	t.Logf("dsh OS threads: %s idle, %s with %d sessions open; descriptors with them open: %d",
+		before["Threads"], peak["Threads"], sessions, peakFDs)
 	t.Logf("SIGTERM with %d sessions open: dsh exited 0 after %s; all %d shells gone",
 		sessions/2, shutdown.Round(time.Millisecond), len(pids))
 }
@@ -244,11 +247,21 @@ func procStatus(t testing.TB, pid int) map[string]string {
 	}
 	out := make(map[string]string)
 	for line := range strings.Lines(string(b)) {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.HasPrefix(k, "Vm") {
+		if k, v, ok := strings.Cut(line, ":"); ok && (strings.HasPrefix(k, "Vm") || k == "Threads") {
 			out[k] = strings.Join(strings.Fields(v), " ")
 		}
 	}
 	return out
+}
+
+// openFDs is how many descriptors process pid has open.
+func openFDs(t testing.TB, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
 }
 
 // BenchmarkE2EStdioBashEcho measures one bash call's round trip through the
