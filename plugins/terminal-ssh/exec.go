@@ -17,6 +17,10 @@ type command struct {
 	res   terminal.ExecResult
 	// written: the whole line has gone to the terminal.
 	written bool
+	// sent: the writer has begun writing the line. From then on the server
+	// may have it, and a connection that dies before the begin marker
+	// arrives leaves unknown whether the shell ran it.
+	sent bool
 	// begun: the shell took the line (its begin marker).
 	begun bool
 	// ended: the line ran to its end (its end marker); the status is in res.

@@ -75,6 +75,13 @@ func (s *session) finishExitLocked() {
 		s.status = exitStatus(s.waitErr)
 		s.log.Debug("the remote shell ended", "status", s.status.String(), "err", s.waitErr)
 	}
+	if c := s.cur; c != nil && c.res.State == terminal.ExecPending && c.sent {
+		// The line went out and no begin marker came back: the shell may
+		// have run it (its marker lost with the connection). Pending would
+		// tell the caller it never ran, and a caller that retries would
+		// run it twice.
+		c.res.State = terminal.ExecRunning
+	}
 	if sn := s.live; sn != nil {
 		s.settleLocked(sn, terminal.WaitSessionExit)
 	}

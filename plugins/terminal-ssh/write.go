@@ -67,6 +67,9 @@ func (s *session) writer() {
 			s.mu.Lock()
 		}
 		j := s.queue[0]
+		if j.cmd != nil && !j.abandoned {
+			j.cmd.sent = true
+		}
 		off := 0
 		var err error
 		for off < len(j.data) && !j.abandoned && err == nil {
