@@ -780,3 +780,76 @@ func TestE2EHTTPUnixSocket(t *testing.T) {
 		t.Fatalf("the socket outlived dsh: %v", err)
 	}
 }
+
+var sideLine = regexp.MustCompile(`^dsh: (metrics|profiles) at (http://\S+)\n$`)
+
+// TestE2EMetricsAndProfiles: --metrics serves the counters of what the
+// calls did, in the Prometheus text format, and --pprof the Go profiles,
+// both on loopback only.
+func TestE2EMetricsAndProfiles(t *testing.T) {
+	cmd := exec.Command(dshBinary(t), "serve", "--metrics", "127.0.0.1:0", "--pprof", "127.0.0.1:0")
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := newE2EClient().Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	br := bufio.NewReader(pipe)
+	urls := map[string]string{}
+	for range 2 {
+		line, err := br.ReadString('\n')
+		m := sideLine.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("stderr line %q (%v), want where metrics and profiles are", line, err)
+		}
+		urls[m[1]] = m[2]
+	}
+	go io.Copy(io.Discard, br)
+	for _, command := range []string{"true", "read x"} {
+		bash(t, cs, command)
+	}
+	// An error result: the model sees it, so it counts as one.
+	if res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": " "}}); err != nil || !res.IsError {
+		t.Fatalf("an empty command: %+v, %v", res, err)
+	}
+	get := func(url string) string {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", url, resp.Status)
+		}
+		return string(body)
+	}
+	text := get(urls["metrics"])
+	for _, want := range []string{
+		`dsh_tool_calls_total{outcome="ok",tool="bash"} 2`,
+		`dsh_tool_calls_total{outcome="error",tool="bash"} 1`,
+		`dsh_tool_call_seconds_count{tool="bash"} 3`,
+		"dsh_sessions 1",
+		"dsh_shells 1",
+		"dsh_bash_stdin_interrupts_total 1",
+		"dsh_bash_resets_total 0",
+		"dsh_bash_timeouts_total 0",
+		"go_goroutines ",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("metrics:\n%s", text)
+	}
+	if !strings.Contains(get(urls["profiles"]), "goroutine") {
+		t.Error("the pprof index lists no goroutine profile")
+	}
+	if code, _, errOut := runCLI(t, "serve", "--metrics", "0.0.0.0:0"); code != 2 || !strings.Contains(errOut, "only a loopback address") {
+		t.Errorf("--metrics on all interfaces: exit %d, %q", code, errOut)
+	}
+}

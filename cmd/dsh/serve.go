@@ -39,6 +39,8 @@ func serveCommand(g *globals) *cobra.Command {
 		noAuth      bool
 		allowed     []string
 		maxSessions int
+		metricsAddr string
+		pprofAddr   string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -125,6 +127,27 @@ stderr, never to stdout.`,
 				}
 				defer ln.Close()
 			}
+			// The side servers listen before loading too, and on loopback
+			// only.
+			var side []string
+			var front *mcpfront.Front
+			var m *metrics
+			var metricsLn, pprofLn net.Listener
+			if metricsAddr != "" {
+				if metricsLn, err = listenLoopback("metrics", metricsAddr); err != nil {
+					return err
+				}
+				defer metricsLn.Close()
+				m = newMetrics(func() *mcpfront.Front { return front })
+				side = append(side, fmt.Sprintf("metrics at http://%s/metrics", metricsLn.Addr()))
+			}
+			if pprofAddr != "" {
+				if pprofLn, err = listenLoopback("pprof", pprofAddr); err != nil {
+					return err
+				}
+				defer pprofLn.Close()
+				side = append(side, fmt.Sprintf("profiles at http://%s/debug/pprof/", pprofLn.Addr()))
+			}
 			ctx, cancelServe := context.WithCancel(cmd.Context())
 			defer cancelServe()
 			hurry := onSignals(cancelServe)
@@ -144,8 +167,29 @@ stderr, never to stdout.`,
 			if peers != nil {
 				peers.logger = h.Logger()
 			}
-			front := mcpfront.New(h, mcpfront.Options{Workdir: wd, Logger: h.Logger(), Version: versionString()})
+			opts := mcpfront.Options{Workdir: wd, Logger: h.Logger(), Version: versionString()}
+			if m != nil {
+				opts.Calls = m
+			}
+			front = mcpfront.New(h, opts)
+			var sides []*sideServer
+			if metricsLn != nil {
+				sides = append(sides, startSideServer(metricsLn, m.handler(), h.Logger()))
+			}
+			if pprofLn != nil {
+				sides = append(sides, startSideServer(pprofLn, pprofHandler(), h.Logger()))
+			}
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+				defer cancel()
+				for _, s := range sides {
+					s.stop(sctx)
+				}
+			}()
 			if ln == nil {
+				for _, line := range side {
+					fmt.Fprintf(g.stderr, "dsh: %s\n", line)
+				}
 				err = serveStdio(ctx, g, front, h.Logger())
 			} else {
 				opts := mcpfront.HTTPOptions{
@@ -156,7 +200,7 @@ stderr, never to stdout.`,
 					AllowedHosts: allowed,
 					MaxSessions:  maxSessions,
 				}
-				err = serveHTTP(ctx, g, front, ln, opts, auth, h.Logger())
+				err = serveHTTP(ctx, g, front, ln, opts, auth, side, h.Logger())
 			}
 			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 			defer cancel()
@@ -172,6 +216,8 @@ stderr, never to stdout.`,
 	cmd.Flags().BoolVar(&noAuth, "no-auth", false, "with --http on a loopback address: accept requests without a token (any local user or process can then run commands as you)")
 	cmd.Flags().StringArrayVar(&allowed, "allowed-host", nil, "with --http: a further name requests may carry in their Host header (repeatable)")
 	cmd.Flags().IntVar(&maxSessions, "max-sessions", defaultMaxSessions(), "with --http: the most sessions (each with its shell) open at once; 0: no bound")
+	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at /metrics on this loopback host:port")
+	cmd.Flags().StringVar(&pprofAddr, "pprof", "", "serve Go profiles at /debug/pprof/ on this loopback host:port")
 	return cmd
 }
 
@@ -249,7 +295,7 @@ func serveStdio(ctx context.Context, g *globals, front *mcpfront.Front, logger *
 // serveHTTP serves streamable HTTP on ln until ctx is done. With auth and
 // no tokens in opts, it makes one and writes it to the runtime directory
 // for the time it serves.
-func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Listener, opts mcpfront.HTTPOptions, auth bool, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Listener, opts mcpfront.HTTPOptions, auth bool, side []string, logger *slog.Logger) error {
 	url := fmt.Sprintf("http://%s/mcp", ln.Addr())
 	var notes []string
 	_, isUnix := ln.Addr().(*net.UnixAddr)
@@ -294,7 +340,7 @@ func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Li
 	go func() { served <- srv.Serve(ln) }()
 	// Not log records: the lines a person needs, at any --log-level.
 	fmt.Fprintf(g.stderr, "dsh: serving MCP (streamable HTTP) at %s\n", url)
-	for _, n := range notes {
+	for _, n := range append(notes, side...) {
 		fmt.Fprintf(g.stderr, "dsh: %s\n", n)
 	}
 	select {

@@ -38,7 +38,22 @@ type Options struct {
 	// token reports that it is still running (the first report goes at
 	// once). Default: 15 s.
 	ProgressInterval time.Duration
+	// Calls, when set, learns how every tool call went (metrics).
+	Calls CallObserver
 }
+
+// CallObserver learns how each tool call went: the tool, the outcome
+// (OutcomeOK, OutcomeError, OutcomeCancelled) and how long it took.
+type CallObserver interface {
+	ObserveCall(tool, outcome string, took time.Duration)
+}
+
+// Call outcomes, as a CallObserver sees them.
+const (
+	OutcomeOK        = "ok"
+	OutcomeError     = "error"     // an error result (the model sees it)
+	OutcomeCancelled = "cancelled" // the client cancelled or went away
+)
 
 // defaultProgressInterval keeps clients that give up on a request after
 // 60 s without a word (Claude Code and Gemini CLI over HTTP) waiting, with
@@ -52,6 +67,7 @@ type Front struct {
 	workdir  string
 	logger   *slog.Logger
 	progress time.Duration
+	calls    CallObserver
 	requests requests
 	users    sessionUsers // over HTTP with tokens: who opened each session
 
@@ -85,6 +101,7 @@ func New(h *host.Host, opts Options) *Front {
 	f := &Front{
 		host:     h,
 		progress: opts.ProgressInterval,
+		calls:    opts.Calls,
 		workdir:  opts.Workdir,
 		logger:   opts.Logger,
 		owners:   make(map[*mcp.ServerSession]*host.Owner),
@@ -129,7 +146,18 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 	if token := req.Params.GetProgressToken(); token != nil {
 		defer f.reportProgress(ctx, req.Session, token)()
 	}
+	start := time.Now()
 	res := f.host.Tools().Call(ctx, owner, name, req.Params.Arguments)
+	if f.calls != nil {
+		outcome := OutcomeOK
+		switch {
+		case ctx.Err() != nil:
+			outcome = OutcomeCancelled
+		case res.IsError:
+			outcome = OutcomeError
+		}
+		f.calls.ObserveCall(name, outcome, time.Since(start))
+	}
 	if errors.Is(context.Cause(ctx), context.Canceled) {
 		// The client cancelled the request (notifications/cancelled):
 		// it wants no answer. Over HTTP the POST's response goes quiet
@@ -305,6 +333,9 @@ func (f *Front) Serve(ctx context.Context, t mcp.Transport) error {
 // shutdownCloseTimeout bounds closing a session's owner when Serve ends: a
 // shell with an unkillable process must not keep dsh from exiting.
 const shutdownCloseTimeout = 10 * time.Second
+
+// SessionCount is how many MCP sessions are open (initialized).
+func (f *Front) SessionCount() int { return f.sessionCount() }
 
 // Close closes every owner (cancelling their calls and closing their shells)
 // and every session, and waits for the session watchers. New calls are

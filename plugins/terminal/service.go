@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dshdev/dsh/host"
 )
@@ -58,6 +59,14 @@ type pendingSpawn struct {
 	name    string
 	settled chan struct{}
 }
+
+// liveSessions counts the published sessions of every service in the
+// process, for metrics.
+var liveSessions atomic.Int64
+
+// LiveSessions is how many terminal sessions (shells) the terminals
+// services of this process have published and not yet closed.
+func LiveSessions() int64 { return liveSessions.Load() }
 
 // record is a published session.
 type record struct {
@@ -355,6 +364,7 @@ func (s *Service) closeRecord(ctx context.Context, r *record, reason string) (bo
 		r.gone = true
 		if s.sessions[r.id] == r {
 			delete(s.sessions, r.id)
+			liveSessions.Add(-1)
 		}
 		r.state.sessions = slices.DeleteFunc(r.state.sessions, func(x *record) bool { return x == r })
 	}

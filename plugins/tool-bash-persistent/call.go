@@ -327,6 +327,7 @@ func (r *run) drain(send terminal.Send) (terminal.SendResult, error) {
 // output so far with a notice. The next command is never typed into the
 // waiting program.
 func (r *run) interrupt() (string, error) {
+	stats.stdinInterrupts.Add(1)
 	o, _, res, err := r.signalUntilPrompt(interruptSignals, func(terminal.Signal) time.Duration { return interruptStep })
 	switch {
 	case r.ctx.Err() != nil:
@@ -421,6 +422,7 @@ func (r *run) reset(reason string) {
 	if id == "" {
 		return
 	}
+	stats.resets.Add(1)
 	r.st.shellID = ""
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), killBound)
 	defer cancel()
@@ -438,6 +440,7 @@ func (r *run) resetInBackground(reason string) {
 	if id == "" {
 		return
 	}
+	stats.resets.Add(1)
 	r.st.shellID = ""
 	done := make(chan struct{})
 	r.st.closing = done
