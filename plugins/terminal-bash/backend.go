@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +84,15 @@ func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.
 			return nil, fmt.Errorf("terminal-bash: working directory %s is not a directory", spec.Cwd)
 		}
 	}
+	// A storm of first calls would fork a thousand shells at once, and
+	// each would take seconds on a thrashing machine: they start a few at
+	// a time instead, in arrival order, and the rest wait their turn.
+	select {
+	case spawnSlots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("terminal-bash: waiting to start a shell: %w", context.Cause(ctx))
+	}
+	defer func() { <-spawnSlots }()
 	s, first, err := b.start(spec)
 	if err != nil {
 		return nil, err
@@ -97,6 +107,10 @@ func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.
 	}
 	return s, nil
 }
+
+// spawnSlots bounds the shells of this process that start at once: two
+// per CPU keep the machine busy without thrashing.
+var spawnSlots = make(chan struct{}, max(2, 2*runtime.NumCPU()))
 
 // closeBudget bounds a close nobody else bounds (a failed startup): enough
 // for every grace period proc.Terminate may wait through, and some.

@@ -91,12 +91,41 @@ func (p *plugin) call(ctx context.Context, owner *host.Owner, args Args) (string
 		return "", fmt.Errorf("bash call cancelled before it ran: %w", err)
 	}
 
+	r := &run{p: p, st: st, parent: ctx}
+	// The owner's shell starts first, under a bound of its own: when many
+	// agents start at once, the machine queues shell starts, and that wait
+	// is not the command's (timeoutMs bounds the command).
+	sctx, cancelStart := context.WithTimeoutCause(ctx, shellStartBound, errShellStartTimedOut)
+	r.ctx = sctx
+	err = r.ensureShell()
+	cancelStart()
+	switch {
+	case err == nil:
+	case !owner.Live():
+		return "", errOwnerClosed
+	case errors.Is(context.Cause(sctx), errShellStartTimedOut) && ctx.Err() == nil:
+		return "", fmt.Errorf("bash: the shell did not start within %s (the machine may be starting many at once); try again: %w", shellStartBound, err)
+	case ctx.Err() != nil:
+		if errors.Is(context.Cause(ctx), errUnloaded) {
+			return "", context.Cause(ctx)
+		}
+		return "", fmt.Errorf("bash call cancelled: %w", context.Cause(ctx))
+	default:
+		return "", err
+	}
+
 	timeout := time.Duration(p.cfg.TimeoutMs) * time.Millisecond
 	dctx, cancelDeadline := context.WithTimeoutCause(ctx, timeout, errTimedOut)
 	defer cancelDeadline()
-	r := &run{p: p, st: st, ctx: dctx, parent: ctx}
+	r.ctx = dctx
 	return r.execute(args.Command)
 }
+
+// shellStartBound bounds the wait for an owner's shell to start, queue
+// included: far more than a shell needs, even on a loaded machine.
+const shellStartBound = 2 * time.Minute
+
+var errShellStartTimedOut = errors.New("the shell did not start in time")
 
 // run is one call in progress.
 type run struct {

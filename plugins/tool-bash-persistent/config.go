@@ -37,9 +37,11 @@ func (c *Config) instructions() string {
 type Config struct {
 	// BackendType is the terminals backend each owner's shell runs on.
 	BackendType string `json:"backendType"`
-	// TimeoutMs bounds one whole call in milliseconds, including starting the
-	// owner's shell. A call that runs longer returns its partial output;
-	// TimeoutAction says what becomes of the command and the shell.
+	// TimeoutMs bounds a call's command in milliseconds. Starting the
+	// owner's shell comes before it, under a bound of its own (two
+	// minutes), since under a storm of first calls the wait is the
+	// machine's. A command that runs longer returns its partial output;
+	// TimeoutAction says what becomes of it and the shell.
 	TimeoutMs int `json:"timeoutMs"`
 	// TimeoutAction is what a call does with a command that runs past
 	// TimeoutMs: "reset" closes the shell (the original's contract);

@@ -7,7 +7,9 @@
 //
 // Calls of one owner run one at a time, strictly in arrival order; owners
 // run in parallel. The owner's shell is created lazily in its workspace;
-// timeoutMs bounds the whole call, shell creation included.
+// timeoutMs bounds the command; starting the shell comes first, under a
+// bound of its own, since a machine starting many shells queues them and
+// that wait is not the command's.
 //
 // The command goes to the backend's Exec (terminal.Executor), which runs it
 // as one command line of the shell and learns from the shell itself, out of
@@ -93,5 +95,6 @@
 //     result, and the command runs in a fresh shell.
 //   - A timeout answers at timeoutMs (the original waited for the shell's
 //     kill), says its real duration ("0.5 seconds", not "0 seconds"), and
-//     can keep the shell (timeoutAction).
+//     can keep the shell (timeoutAction); the shell's start does not count
+//     against it (the original counted it).
 package bashtool

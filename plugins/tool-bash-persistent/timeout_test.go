@@ -186,3 +186,23 @@ func TestTimeoutActionIsValidated(t *testing.T) {
 		t.Fatalf("error %q lacks %q", err, want)
 	}
 }
+
+// TestShellStartDoesNotCountAgainstTheTimeout: on a machine starting many
+// shells at once, a first call waits for its shell; that wait is not the
+// command's, so a command well within timeoutMs is not timed out for it.
+// The shell here takes 1.5 s to start, longer than timeoutMs.
+func TestShellStartDoesNotCountAgainstTheTimeout(t *testing.T) {
+	t.Parallel()
+	slow := filepath.Join(t.TempDir(), "slow-bash")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep 1.5\nexec /bin/bash \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hs := newHarness(t, "{timeoutMs: 1000}", fmt.Sprintf("{shellPath: %q}", slow))
+	o := hs.owner(t, "slowstart")
+	hs.expect(t, o, "echo started", "started")
+	// The command itself is still bounded by timeoutMs.
+	got := hs.run(t, o, "sleep 100")
+	if want := timeoutHeader("1") + "\n\n" + reset; got != want {
+		t.Fatalf("a command past timeoutMs:\n%s", diff(got, want))
+	}
+}
