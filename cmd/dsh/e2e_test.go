@@ -318,6 +318,8 @@ type httpDsh struct {
 	client *http.Client
 	// authLine is what dsh said about authentication.
 	authLine string
+	// metricsURL is where --metrics serves, when it was given.
+	metricsURL string
 }
 
 var servingLine = regexp.MustCompile(`^dsh: serving MCP \(streamable HTTP\) at (http://\S+/mcp)$`)
@@ -386,6 +388,19 @@ func startHTTPEnv(t testing.TB, env []string, args ...string) *httpDsh {
 		t.Fatalf("second stderr line %q: %v", d.authLine, err)
 	}
 	d.authLine = strings.TrimSuffix(d.authLine, "\n")
+	if slices.Contains(args, "--metrics") {
+		for d.metricsURL == "" {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("no metrics address on stderr (%v)", err)
+			}
+			if m := sideLine.FindStringSubmatch(line); m != nil && m[1] == "metrics" {
+				d.metricsURL = m[2]
+			}
+		}
+	}
 	go func() {
 		io.Copy(d.stderr, br)
 		d.exited <- cmd.Wait()

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -35,7 +37,7 @@ func TestE2EHTTPLoad(t *testing.T) {
 	}
 	sessions = envInt(t, "DSH_LOAD_SESSIONS", sessions)
 	calls = envInt(t, "DSH_LOAD_CALLS", calls)
-	d := startHTTP(t)
+	d := startHTTP(t, "--metrics", "127.0.0.1:0")
 	before := procStatus(t, d.cmd.Process.Pid)
 	cpuBefore := processCPU(t, d.cmd.Process.Pid)
 
@@ -43,6 +45,7 @@ func TestE2EHTTPLoad(t *testing.T) {
 		mu        sync.Mutex
 		failures  []string
 		latencies []time.Duration
+		firsts    []time.Duration // of each session's first call, which starts its shell
 		pids      = make(map[string]bool)
 	)
 	fail := func(format string, args ...any) {
@@ -101,6 +104,9 @@ func TestE2EHTTPLoad(t *testing.T) {
 				}
 				mu.Lock()
 				latencies = append(latencies, elapsed)
+				if c == 0 {
+					firsts = append(firsts, elapsed)
+				}
 				mu.Unlock()
 			}
 			mu.Lock()
@@ -125,6 +131,7 @@ func TestE2EHTTPLoad(t *testing.T) {
 	cpu := processCPU(t, d.cmd.Process.Pid) - cpuBefore
 	peak := procStatus(t, d.cmd.Process.Pid)
 	peakFDs := openFDs(t, d.cmd.Process.Pid)
+	resets := scrapeCounter(t, d.metricsURL, "dsh_bash_resets_total")
 	close(release)
 	evenClosed.Wait()
 	after := procStatus(t, d.cmd.Process.Pid)
@@ -149,7 +156,9 @@ func TestE2EHTTPLoad(t *testing.T) {
 		t.Fatalf("%d of %d calls failed", len(failures), sessions*calls)
 	}
 	slices.Sort(latencies)
+	slices.Sort(firsts)
 	pct := func(p float64) time.Duration { return latencies[int(p*float64(len(latencies)-1))] }
+
 	t.Logf("%d sessions × %d calls = %d bash calls over HTTP in %s (%.0f calls/s, shell start included); errors: 0",
 		sessions, calls, sessions*calls, elapsed.Round(time.Millisecond), float64(sessions*calls)/elapsed.Seconds())
 	t.Logf("dsh CPU per call (bash processes excluded, shell starts included): %s",
@@ -159,8 +168,13 @@ func TestE2EHTTPLoad(t *testing.T) {
 		pct(0.5).Round(time.Microsecond), pct(0.9).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), latencies[len(latencies)-1].Round(time.Microsecond))
 	t.Logf("dsh process memory (bash processes excluded): idle VmRSS %s; with %d sessions open VmRSS %s, VmHWM %s; after %d closed VmRSS %s",
 		before["VmRSS"], sessions, peak["VmRSS"], peak["VmHWM"], (sessions+1)/2, after["VmRSS"])
-	t.Logf("dsh OS threads: %s idle, %s with %d sessions open; descriptors with them open: %d",
-		before["Threads"], peak["Threads"], sessions, peakFDs)
+	t.Logf("first calls (shell start included): p50 %s, p99 %s; shells reset by calls: %s",
+		firsts[len(firsts)/2].Round(time.Microsecond), firsts[int(0.99*float64(len(firsts)-1))].Round(time.Microsecond), resets)
+	t.Logf("dsh OS threads: %s idle, %s with %d sessions open; descriptors with them open: %d (%.1f per session)",
+		before["Threads"], peak["Threads"], sessions, peakFDs, float64(peakFDs)/float64(sessions))
+	if resets != "0" {
+		t.Errorf("%s shells were reset under load", resets)
+	}
 	t.Logf("SIGTERM with %d sessions open: dsh exited 0 after %s; all %d shells gone",
 		sessions/2, shutdown.Round(time.Millisecond), len(pids))
 }
@@ -252,6 +266,27 @@ func procStatus(t testing.TB, pid int) map[string]string {
 		}
 	}
 	return out
+}
+
+// scrapeCounter reads one unlabelled metric from a Prometheus text page.
+func scrapeCounter(t testing.TB, url, name string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("no %s in the metrics", name)
+	return ""
 }
 
 // openFDs is how many descriptors process pid has open.
