@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors. Load and call failures wrap one of these, so callers can
@@ -56,13 +57,20 @@ func (e *DeploymentError) Error() string {
 	if e.Line > 0 {
 		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
 	}
-	switch {
-	case e.Entry != "" && e.Plugin != "":
-		return fmt.Sprintf("%s: entry %q (%s): %v", loc, e.Entry, e.Plugin, e.Err)
-	case e.Entry != "":
-		return fmt.Sprintf("%s: entry %q: %v", loc, e.Entry, e.Err)
+	// The plugin is named once: in parentheses when the entry's id does
+	// not say it already, and not again at the start of its own message
+	// (a Validate error says "terminal-bash: rows must be …").
+	msg := fmt.Sprint(e.Err)
+	if e.Plugin != "" {
+		msg = strings.TrimPrefix(msg, e.Plugin+": ")
 	}
-	return fmt.Sprintf("%s: %v", loc, e.Err)
+	switch {
+	case e.Entry != "" && e.Plugin != "" && e.Plugin != e.Entry && !strings.HasSuffix(e.Entry, ":"+e.Plugin):
+		return fmt.Sprintf("%s: entry %q (%s): %s", loc, e.Entry, e.Plugin, msg)
+	case e.Entry != "":
+		return fmt.Sprintf("%s: entry %q: %s", loc, e.Entry, msg)
+	}
+	return fmt.Sprintf("%s: %s", loc, msg)
 }
 
 func (e *DeploymentError) Unwrap() error { return e.Err }

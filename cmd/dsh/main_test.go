@@ -104,7 +104,7 @@ func TestBadDeploymentsExit2(t *testing.T) {
 		{"unknown plugin", "- id: x\n  name: nosuch\n", `:1: entry "x": unknown plugin "nosuch"`},
 		{"unknown key", "- id: g\n  name: clitest\n  config:\n    greting: hi\n", `:4: entry "g" (clitest): unknown config key "greting" (known keys: greeting, repeat)`},
 		{"wrong type", "- id: g\n  name: clitest\n  config:\n    repeat: often\n", `:4: entry "g" (clitest): repeat: expected an integer, got string "often"`},
-		{"failed validation", "- id: g\n  name: clitest\n  config:\n    repeat: 0\n", `:4: entry "g" (clitest): clitest: repeat must be a positive integer`},
+		{"failed validation", "- id: g\n  name: clitest\n  config:\n    repeat: 0\n", `:4: entry "g" (clitest): repeat must be a positive integer`},
 		{"malformed YAML", "- id: g\n  name: [clitest\n", `: malformed YAML: `},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"runtime"
@@ -166,7 +167,11 @@ func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 	}
 	if err != nil {
 		undo(cg)
-		return nil, nil, fmt.Errorf("terminal-bash: start %s: %w", b.shellPath, err)
+		// exec's error repeats the path ("fork/exec /bin/bsh: …"): say it once.
+		if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == b.shellPath {
+			err = pe.Err
+		}
+		return nil, nil, fmt.Errorf("terminal-bash: cannot start %s: %w", b.shellPath, err)
 	}
 	pid := cmd.Process.Pid
 	// The shell is our unreaped child, so its /proc entry is there.

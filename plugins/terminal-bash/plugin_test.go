@@ -84,9 +84,11 @@ func TestPluginLifecycle(t *testing.T) {
 
 func TestPluginConfigErrors(t *testing.T) {
 	tests := []struct{ config, want string }{
-		{"  config:\n    maxReadBytes: 0\n", "terminal-bash: maxReadBytes must be a positive integer"},
-		{"  config:\n    pollIntervalMs: 50\n", "pollIntervalMs"},
-		{"  config:\n    backendType: \"\"\n", "terminal-bash: backendType must be non-empty"},
+		// Each context enters the message once: the file and line, the
+		// entry (whose id is the plugin's name here), the field's problem.
+		{"  config:\n    maxReadBytes: 0\n", `test.yaml:4: entry "terminal-bash": maxReadBytes must be a positive integer`},
+		{"  config:\n    pollIntervalMs: 50\n", `test.yaml:4: entry "terminal-bash": unknown config key "pollIntervalMs"`},
+		{"  config:\n    backendType: \"\"\n", `test.yaml:4: entry "terminal-bash": backendType must be non-empty`},
 	}
 	for _, tt := range tests {
 		h, _, err := loadHost(t, tt.config)
@@ -95,7 +97,7 @@ func TestPluginConfigErrors(t *testing.T) {
 			t.Errorf("%q loaded", tt.config)
 			continue
 		}
-		if !errors.Is(err, host.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+		if !errors.Is(err, host.ErrInvalidConfig) || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Errorf("%q: %v, want an invalid-config error about %s", tt.config, err, tt.want)
 		}
 	}

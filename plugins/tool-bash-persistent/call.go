@@ -264,7 +264,7 @@ func (r *run) ensureShell() error {
 	}
 	info, err := r.terms().Spawn(r.ctx, r.owner(), terminal.SpawnRequest{Type: r.p.cfg.BackendType, Cwd: r.owner().Workdir()})
 	if err != nil {
-		return fmt.Errorf("bash: start the shell: %w", err)
+		return fmt.Errorf("bash: %w", err)
 	}
 	r.st.shellID = info.ID
 	return nil

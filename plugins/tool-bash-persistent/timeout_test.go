@@ -182,8 +182,8 @@ func TestTimeoutActionIsValidated(t *testing.T) {
 		h.Close(t.Context())
 		t.Fatal("a deployment with timeoutAction: kill loaded")
 	}
-	if want := `tool-bash-persistent: timeoutAction must be one of reset, interrupt, background; got "kill"`; !strings.Contains(err.Error(), want) {
-		t.Fatalf("error %q lacks %q", err, want)
+	if want := `bad.yaml:8: entry "bash" (tool-bash-persistent): timeoutAction must be one of reset, interrupt, background; got "kill"`; err.Error() != want {
+		t.Fatalf("error %q, want %q", err, want)
 	}
 }
 

@@ -416,3 +416,15 @@ func TestInstructions(t *testing.T) {
 		}
 	}
 }
+
+// TestShellThatCannotStart: the model sees why, each context once.
+func TestShellThatCannotStart(t *testing.T) {
+	hs := newHarness(t, "", `{shellPath: /nonexistent/bash}`)
+	o := hs.owner(t, "nostart")
+	res := hs.call(t.Context(), o, "true")
+	// The same whether the backend runs in process or as a plugin.
+	want := "bash: start PTY session pty-1 (shell): terminal-bash: cannot start /nonexistent/bash: no such file or directory"
+	if !res.IsError || res.Text != want {
+		t.Fatalf("got %q (error %v), want %q", res.Text, res.IsError, want)
+	}
+}
