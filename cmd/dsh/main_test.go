@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -174,5 +175,23 @@ func TestVersion(t *testing.T) {
 	code, out, _ := runCLI(t, "version")
 	if code != 0 || !strings.HasPrefix(out, "dsh ") {
 		t.Fatalf("version: %d %q", code, out)
+	}
+}
+
+// TestNonLinuxBuildSaysWhy: building dsh for another OS fails with one
+// sentence saying why, not a page of undefined names.
+func TestNonLinuxBuildSaysWhy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross-compiles")
+	}
+	cmd := exec.Command("go", "build", "-o", os.DevNull, ".")
+	cmd.Env = append(os.Environ(), "GOOS=darwin", "GOARCH=arm64")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatal("a darwin build succeeded")
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if !strings.Contains(string(out), "runs on Linux only") || len(lines) > 2 {
+		t.Fatalf("darwin build output:\n%s", out)
 	}
 }
