@@ -36,10 +36,14 @@ type kindError struct {
 func (e *kindError) Error() string { return e.msg }
 func (e *kindError) Unwrap() error { return e.kind }
 
-// errorf formats a message and marks it as an instance of kind.
-func errorf(kind error, format string, args ...any) error {
+// KindErrorf formats a message and marks it as an instance of kind: the
+// message reads as it is, and errors.Is(err, kind) holds. Plugins use it
+// for their own sentinels too.
+func KindErrorf(kind error, format string, args ...any) error {
 	return &kindError{msg: fmt.Sprintf(format, args...), kind: kind}
 }
+
+var errorf = KindErrorf
 
 // DeploymentError locates a problem in a deployment document: the file, the
 // line, and the id of the entry it concerns (empty for document-level

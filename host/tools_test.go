@@ -191,3 +191,10 @@ func TestAddToolLastsAsLongAsThePlugin(t *testing.T) {
 		t.Fatalf("tools after unload: %v", l)
 	}
 }
+
+func TestKindErrorf(t *testing.T) {
+	err := KindErrorf(ErrUnknownTool, "no tool %q here", "x")
+	if err.Error() != `no tool "x" here` || !errors.Is(err, ErrUnknownTool) {
+		t.Fatalf("KindErrorf gave %q (is %v)", err, errors.Is(err, ErrUnknownTool))
+	}
+}

@@ -1,26 +1,11 @@
 package terminal
 
 import (
-	"fmt"
-
 	"github.com/dshdev/dsh/host"
 )
 
-// kindError carries its own message and still matches a sentinel under
-// errors.Is, so a message reads naturally without repeating the sentinel's
-// text.
-type kindError struct {
-	msg  string
-	kind error
-}
-
-func (e *kindError) Error() string { return e.msg }
-func (e *kindError) Unwrap() error { return e.kind }
-
-// errorf formats a message and marks it as an instance of kind.
-func errorf(kind error, format string, args ...any) error {
-	return &kindError{msg: fmt.Sprintf(format, args...), kind: kind}
-}
+// errorf marks a message as an instance of a sentinel (host.KindErrorf).
+var errorf = host.KindErrorf
 
 func errServiceClosing() error { return errorf(ErrServiceClosing, "PTY service is closing") }
 
