@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
+	"github.com/dshdev/dsh/plugins/terminal-bash/internal/sandbox"
 )
 
 // Backend starts bash sessions on PTYs. It remembers the sessions it
@@ -33,6 +35,7 @@ type Backend struct {
 	// env.
 	environ func() []string
 	env     EnvPolicy
+	sandbox SandboxConfig
 	// noCgroup is set once creating a cgroup has failed: it will not work
 	// later either, and the tracker alone is used from then on.
 	noCgroup atomic.Bool
@@ -50,6 +53,13 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	abi, err := checkSandbox(&cfg.Sandbox)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Sandbox.confined() {
+		log.Info("shells are confined", "mode", cfg.Sandbox.Mode, "network", cfg.Sandbox.Network, "landlockABI", abi)
+	}
 	keepInheritedFromShells()
 	path, args := cfg.shell()
 	b := &Backend{
@@ -60,6 +70,7 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 		log:       log,
 		environ:   os.Environ,
 		env:       cfg.Env,
+		sandbox:   cfg.Sandbox,
 		sessions:  make(map[*session]struct{}),
 	}
 	return b, nil
@@ -147,12 +158,17 @@ func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 		}
 	}
 	env := shellEnv(&b.env, b.environ(), spec.OwnerID, spec.SessionID, ctl.hook)
+	pol, env, err := b.confine(spec, ctl, env)
+	if err != nil {
+		undo(nil)
+		return nil, nil, fmt.Errorf("terminal-bash: %w", err)
+	}
 	cg := b.newCgroup(spec.SessionID)
 	fd := -1
 	if cg != nil {
 		fd = cg.FD()
 	}
-	cmd, err := startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term.slave, fd)
+	cmd, err := startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term.slave, fd, pol)
 	if err != nil && cg != nil {
 		// clone3 into a cgroup can be refused where creating one was not
 		// (seccomp filters, older kernels): start without it. Only a start
@@ -162,7 +178,7 @@ func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 		cgErr := err
 		cg.Close()
 		cg = nil
-		if cmd, err = startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term.slave, -1); err == nil {
+		if cmd, err = startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term.slave, -1, pol); err == nil {
 			b.log.Info("starting the shell in its cgroup failed; relying on process tracking", "err", cgErr)
 			b.noCgroup.Store(true)
 		}
@@ -217,6 +233,35 @@ func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 		return nil, nil, errShutdown
 	}
 	return s, sn, nil
+}
+
+// confine returns the sandbox policy of the session's shell and its
+// environment. A workspace-write shell gets a private temporary directory
+// in its control directory (removed with it) as TMPDIR, since it may not
+// write the shared one.
+func (b *Backend) confine(spec terminal.SpawnSpec, ctl *control, env []string) (sandbox.Policy, []string, error) {
+	if !b.sandbox.confined() {
+		return sandbox.Policy{Mode: sandbox.FullAccess, Network: true}, env, nil
+	}
+	workspace := spec.Cwd
+	if workspace == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return sandbox.Policy{}, nil, fmt.Errorf("sandbox workspace: %w", err)
+		}
+		workspace = wd
+	}
+	tmp := ""
+	if b.sandbox.Mode == string(sandbox.WorkspaceWrite) {
+		tmp = filepath.Join(ctl.dir, "tmp")
+		if err := os.Mkdir(tmp, 0o700); err != nil {
+			return sandbox.Policy{}, nil, fmt.Errorf("sandbox temporary directory: %w", err)
+		}
+		env = append(env, "TMPDIR="+tmp)
+	}
+	pol := b.sandbox.policy(workspace, tmp)
+	pol.WritableFiles = []string{ctl.outPath}
+	return pol, env, nil
 }
 
 // newCgroup creates the session's cgroup, or returns nil where cgroups

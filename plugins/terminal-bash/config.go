@@ -57,6 +57,9 @@ type Config struct {
 	// EnvPolicy). The default passes everything but names that look like
 	// credentials, SSH_AUTH_SOCK, and passwords in URLs.
 	Env EnvPolicy `json:"env"`
+	// Sandbox confines the shells (see SandboxConfig). The default is no
+	// sandbox: mode danger-full-access, network on.
+	Sandbox SandboxConfig `json:"sandbox"`
 }
 
 // Default shell and arguments, used when the config leaves them empty.
@@ -83,6 +86,7 @@ func DefaultConfig() *Config {
 		DisposeGraceMs:     3000,
 		StdinProbeMaxMs:    250,
 		Env:                defaultEnvPolicy(),
+		Sandbox:            defaultSandbox(),
 	}
 }
 
@@ -156,7 +160,10 @@ func (c *Config) Validate() error {
 	if c.MaxReadBytes > c.ScrollbackMaxBytes {
 		return host.FieldErrorf("maxReadBytes", "terminal-bash: maxReadBytes must not exceed scrollbackMaxBytes")
 	}
-	return c.Env.validate("env")
+	if err := c.Env.validate("env"); err != nil {
+		return err
+	}
+	return c.Sandbox.validate("sandbox")
 }
 
 // shell returns the effective executable and argv (without argv[0]).

@@ -14,11 +14,24 @@ func TestConformance(t *testing.T) {
 	terminaltest.CheckGoroutines(t)
 	terminaltest.TestBackend(t, func(t *testing.T) terminal.Backend {
 		return newTestBackend(t, nil)
-	}, terminaltest.Options{
-		EchoCommand:     func(text string) string { return "printf '%s\\n' " + strconv.Quote(text) },
-		ReadCommand:     "read line",
-		ProvesStdinWait: true,
-		ExitCommand:     "exit 3",
-		StatusCommand:   func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },
-	})
+	}, conformanceOptions)
+}
+
+// TestConformanceSandboxed runs the kit against shells in the strictest
+// sandbox: read-only, without network. Every proof (stdin waits, the
+// process sweep, signals) must hold across the user namespace.
+func TestConformanceSandboxed(t *testing.T) {
+	requireSandbox(t)
+	terminaltest.CheckGoroutines(t)
+	terminaltest.TestBackend(t, func(t *testing.T) terminal.Backend {
+		return newTestBackend(t, func(c *Config) { c.Sandbox = SandboxConfig{Mode: "read-only", Network: false} })
+	}, conformanceOptions)
+}
+
+var conformanceOptions = terminaltest.Options{
+	EchoCommand:     func(text string) string { return "printf '%s\\n' " + strconv.Quote(text) },
+	ReadCommand:     "read line",
+	ProvesStdinWait: true,
+	ExitCommand:     "exit 3",
+	StatusCommand:   func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },
 }

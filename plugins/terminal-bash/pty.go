@@ -15,6 +15,8 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+
+	"github.com/dshdev/dsh/plugins/terminal-bash/internal/sandbox"
 )
 
 // ptyPair is a session's PTY: the master, which the session reads and
@@ -148,20 +150,20 @@ func (t *ptyPair) close() {
 // cgroup outside the leaf (a command writing its pid to the parent's
 // cgroup.procs to survive the session's close). The shell starts with its
 // signals at their defaults, even those the host ignores (see
-// unignoreSignals).
-func startShell(path string, args, env []string, dir string, slave *os.File, cgroupFD int) (*exec.Cmd, error) {
+// unignoreSignals), and confined by pol (see package sandbox).
+func startShell(path string, args, env []string, dir string, slave *os.File, cgroupFD int, pol sandbox.Policy) (*exec.Cmd, error) {
 	nsOK := cgroupFD >= 0 && cgroupNamespaces.Load()
-	cmd, err := startShellOnce(path, args, env, dir, slave, cgroupFD, nsOK)
+	cmd, err := startShellOnce(path, args, env, dir, slave, cgroupFD, nsOK, pol)
 	if err != nil && nsOK && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSPC)) {
 		// Not allowed here after all (a seccomp profile, a user
 		// namespace's limit): go on with the leaf alone.
 		cgroupNamespaces.Store(false)
-		return startShellOnce(path, args, env, dir, slave, cgroupFD, false)
+		return startShellOnce(path, args, env, dir, slave, cgroupFD, false, pol)
 	}
 	return cmd, err
 }
 
-func startShellOnce(path string, args, env []string, dir string, slave *os.File, cgroupFD int, cgroupNS bool) (*exec.Cmd, error) {
+func startShellOnce(path string, args, env []string, dir string, slave *os.File, cgroupFD int, cgroupNS bool, pol sandbox.Policy) (*exec.Cmd, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Env = env
 	cmd.Dir = dir
@@ -173,6 +175,9 @@ func startShellOnce(path string, args, env []string, dir string, slave *os.File,
 		if cgroupNS {
 			cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWCGROUP
 		}
+	}
+	if err := sandbox.Wrap(cmd, pol); err != nil {
+		return nil, err
 	}
 	unignoreSignals()
 	if err := cmd.Start(); err != nil {

@@ -1,0 +1,57 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func TestCheckReportsTheABI(t *testing.T) {
+	r, err := Check(context.Background(), Policy{Mode: ReadOnly, Network: false})
+	if err != nil {
+		if os.Getenv("DSH_REQUIRE_SANDBOX") == "1" {
+			t.Fatalf("the sandbox is required here: %v", err)
+		}
+		t.Skipf("this machine cannot enforce the sandbox: %v", err)
+	}
+	if r.ABI < MinABI {
+		t.Errorf("ABI %d, want at least %d", r.ABI, MinABI)
+	}
+}
+
+func TestCheckNamesWhatFails(t *testing.T) {
+	_, err := Check(context.Background(), Policy{Mode: WorkspaceWrite, Network: true, WritableDirs: []string{"/nonexistent-dsh-dir"}})
+	if !errors.Is(err, ErrUnenforceable) {
+		t.Fatalf("got %v, want ErrUnenforceable", err)
+	}
+	if !strings.Contains(err.Error(), "/nonexistent-dsh-dir") || strings.Contains(err.Error(), helperPrefix) {
+		t.Errorf("error %q should name the path, once, without the helper's prefix", err)
+	}
+}
+
+func TestWrapLeavesAnUnconfinedCommandAlone(t *testing.T) {
+	cmd := exec.Command("/bin/true")
+	if err := Wrap(cmd, Policy{Mode: FullAccess, Network: true}); err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Path != "/bin/true" || len(cmd.Args) != 1 || cmd.SysProcAttr != nil {
+		t.Errorf("command changed: %q %q %+v", cmd.Path, cmd.Args, cmd.SysProcAttr)
+	}
+}
+
+func TestHelperRefusesABadPolicy(t *testing.T) {
+	cmd := exec.Command(self)
+	cmd.Args = []string{HelperName, "{not json", "/bin/true", "true"}
+	out, err := cmd.CombinedOutput()
+	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != exitHelperFailed {
+		t.Fatalf("helper: %v, want exit %d", err, exitHelperFailed)
+	}
+	if !strings.HasPrefix(string(out), helperPrefix+"decode policy:") {
+		t.Errorf("helper said %q", out)
+	}
+}
