@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/dshdev/dsh/plugins/terminal"
-	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
+	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/sandbox"
 )
 

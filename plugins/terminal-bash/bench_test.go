@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/plugins/terminal"
-	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
+	"github.com/dshdev/dsh/internal/proc"
 )
 
 // BenchmarkExecTrue measures the hot path of the bash tool: Exec of `true`

@@ -18,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dshdev/dsh/plugins/terminal"
-	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
+	"github.com/dshdev/dsh/internal/proc"
 )
 
 // TestCloseLeavesNothing starts processes that try to outlive the shell and

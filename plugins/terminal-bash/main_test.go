@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dshdev/dsh/plugins/terminal"
-	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
+	"github.com/dshdev/dsh/internal/proc"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

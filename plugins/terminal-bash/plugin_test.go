@@ -11,7 +11,7 @@ import (
 
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
-	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
+	"github.com/dshdev/dsh/internal/proc"
 )
 
 // loadHost loads terminal, terminal-bash (with the given config lines) and

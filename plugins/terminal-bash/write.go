@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/dshdev/dsh/plugins/terminal-bash/internal/proc"
+	"github.com/dshdev/dsh/internal/proc"
 )
 
 // writeLocked types input into the terminal for sn. This is the write

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/inband"
 )
 
 // Type is the backend type sessions are spawned under.
@@ -32,7 +33,7 @@ type Backend struct {
 	afterDial func()
 
 	mu       sync.Mutex
-	sessions map[*session]struct{}
+	sessions map[*inband.Session]struct{}
 	shutdown bool
 }
 
@@ -52,7 +53,7 @@ func New(cfg *Config) (*Backend, error) {
 	return &Backend{
 		cfg:      *cfg,
 		log:      slog.Default().With("backend", Type, "host", cfg.addr()),
-		sessions: make(map[*session]struct{}),
+		sessions: make(map[*inband.Session]struct{}),
 	}, nil
 }
 
@@ -91,7 +92,7 @@ func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.
 	if b.afterDial != nil {
 		b.afterDial()
 	}
-	s, err := b.open(client, spec.SessionID)
+	link, err := b.open(client)
 	if err != nil {
 		client.Close()
 		_ = client.Wait()
@@ -101,14 +102,30 @@ func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.
 	if b.cfg.SpawnCwd && spec.Cwd != "" {
 		dir = spec.Cwd
 	}
-	if err := s.awaitStartup(ctx, dir); err != nil {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeBudget)
-		defer cancel()
-		if cerr := s.Close(cctx, "startup failed"); cerr != nil {
-			return nil, &terminal.CleanupError{StartErr: err, CleanupErr: cerr}
-		}
+	s, err := inband.Start(ctx, link, dir, inband.Options{
+		ID:       spec.SessionID,
+		Prefix:   "terminal-ssh",
+		Where:    b.cfg.addr(),
+		StartErr: ErrRemoteShell,
+		Idle:     ms(b.cfg.IdleSilenceMs),
+		Timeout:  ms(b.cfg.TimeoutMs),
+		Log:      b.log.With("session", spec.SessionID),
+		Forget:   b.forget,
+	})
+	if err != nil {
 		return nil, err
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.shutdown {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeBudget)
+		defer cancel()
+		if cerr := s.Close(cctx, "backend closed"); cerr != nil {
+			return nil, &terminal.CleanupError{StartErr: errShutdown, CleanupErr: cerr}
+		}
+		return nil, errShutdown
+	}
+	b.sessions[s] = struct{}{}
 	return s, nil
 }
 
@@ -116,9 +133,8 @@ func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.
 // only waits for local goroutines once the connection is closed.
 const closeBudget = 10 * time.Second
 
-// open starts the remote shell on a PTY of the new connection, and the
-// session's goroutines.
-func (b *Backend) open(client *ssh.Client, id string) (*session, error) {
+// open starts the remote shell on a PTY of the new connection.
+func (b *Backend) open(client *ssh.Client) (*sshLink, error) {
 	addr := b.cfg.addr()
 	remote, err := client.NewSession()
 	if err != nil {
@@ -154,60 +170,13 @@ func (b *Backend) open(client *ssh.Client, id string) (*session, error) {
 		remote.Close()
 		return nil, fmt.Errorf("%w: %s: start bash: %v", ErrRemoteShell, addr, err)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.shutdown {
-		remote.Close()
-		return nil, errShutdown
-	}
-	cfg := settings{
-		addr:      addr,
-		idle:      ms(b.cfg.IdleSilenceMs),
-		timeout:   ms(b.cfg.TimeoutMs),
-		keepalive: time.Duration(b.cfg.KeepaliveSeconds) * time.Second,
-	}
-	s := newSession(id, cfg, b.log.With("session", id), client, remote, stdin, stdout)
-	s.forget = b.forget
-	b.sessions[s] = struct{}{}
-	s.start()
-	return s, nil
+	return newLink(client, remote, stdin, stdout, time.Duration(b.cfg.KeepaliveSeconds)*time.Second, b.log), nil
 }
 
-func (b *Backend) forget(s *session) {
+func (b *Backend) forget(s *inband.Session) {
 	b.mu.Lock()
 	delete(b.sessions, s)
 	b.mu.Unlock()
-}
-
-// awaitStartup types the plumbing and waits for the shell's first prompt.
-func (s *session) awaitStartup(ctx context.Context, dir string) error {
-	s.mu.Lock()
-	sn := newSend(s, false, time.Now().Add(s.cfg.timeout))
-	sn.startup = true
-	s.slot, s.live = sn, sn
-	// The startup job holds no slot: the first prompt proves it written.
-	s.enqueueLocked(&writeJob{data: appendStartup(nil, s.token, dir)})
-	s.kickClock()
-	s.mu.Unlock()
-
-	select {
-	case <-sn.done:
-	case <-ctx.Done():
-		return fmt.Errorf("terminal-ssh: %s: starting the shell: %w", s.cfg.addr, context.Cause(ctx))
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	res := sn.result
-	tail := strings.TrimSpace(s.startTail.Take() + s.lines.Partial())
-	switch {
-	case res.Reason == terminal.WaitStdinRead:
-		return nil
-	case res.Reason == terminal.WaitTimeout:
-		return fmt.Errorf("%w: %s: no prompt within %v; the terminal showed: %q", ErrRemoteShell, s.cfg.addr, s.cfg.timeout, tail)
-	case res.Status.ExitCode == exitBadWorkdir:
-		return fmt.Errorf("%w: %s: cannot enter the working directory %q: %q", ErrRemoteShell, s.cfg.addr, dir, tail)
-	}
-	return fmt.Errorf("%w: %s: the shell ended during startup (%s); the terminal showed: %q", ErrRemoteShell, s.cfg.addr, res.Status, tail)
 }
 
 // Close closes every live session of the backend, and makes later spawns
@@ -215,7 +184,7 @@ func (s *session) awaitStartup(ctx context.Context, dir string) error {
 func (b *Backend) Close(ctx context.Context) error {
 	b.mu.Lock()
 	b.shutdown = true
-	sessions := make([]*session, 0, len(b.sessions))
+	sessions := make([]*inband.Session, 0, len(b.sessions))
 	for s := range b.sessions {
 		sessions = append(sessions, s)
 	}

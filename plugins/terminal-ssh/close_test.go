@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/inband"
 )
 
 // Close during a command, from several goroutines at once: every call
@@ -31,7 +32,7 @@ func TestCloseConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := ts.(*session)
+	s := ts.(*inband.Session)
 	shell := pidOf(t, mustComplete(t, s, "echo $$", 0))
 	send, err := s.Exec(ctx, terminal.ExecRequest{Command: "sh -c 'echo $$; exec sleep 1000'", Stream: true})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/inband"
 )
 
 // shared is the OpenSSH server most tests connect to.
@@ -78,7 +79,7 @@ func newBackend(t testing.TB, cfg *Config) *Backend {
 }
 
 // spawn starts a session that the test closes at its end.
-func spawn(t testing.TB, b *Backend, cwd string) *session {
+func spawn(t testing.TB, b *Backend, cwd string) *inband.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
@@ -86,7 +87,7 @@ func spawn(t testing.TB, b *Backend, cwd string) *session {
 	if err != nil {
 		t.Fatalf("spawn: %v", err)
 	}
-	s := ts.(*session)
+	s := ts.(*inband.Session)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 		defer cancel()
@@ -120,7 +121,7 @@ func drain(t testing.TB, ctx context.Context, send terminal.Send) (string, termi
 
 // run execs command, streaming, and returns its output (with the line
 // still being written last) and how its send settled.
-func run(t testing.TB, s *session, command string) (string, terminal.SendResult) {
+func run(t testing.TB, s *inband.Session, command string) (string, terminal.SendResult) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
@@ -136,7 +137,7 @@ func run(t testing.TB, s *session, command string) (string, terminal.SendResult)
 }
 
 // mustComplete runs command and checks that it completed with status code.
-func mustComplete(t testing.TB, s *session, command string, code int) string {
+func mustComplete(t testing.TB, s *inband.Session, command string, code int) string {
 	t.Helper()
 	out, res := run(t, s, command)
 	if res.Reason != terminal.WaitStdinRead || !res.Prompt || res.Exec.State != terminal.ExecCompleted || res.Exec.ExitCode != code {

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/inband"
 )
 
 // State set by one command is there for the next: the shell persists.
 func TestPersistence(t *testing.T) {
 	s := spawn(t, newBackend(t, nil), "")
 	dir := t.TempDir()
-	mustComplete(t, s, "cd "+shellQuote(dir), 0)
+	mustComplete(t, s, "cd "+inband.Quote(dir), 0)
 	mustComplete(t, s, "export DSH_T_VAR=kept; greet() { echo \"hello $1\"; }; alias dsh_t_alias='echo via-alias'", 0)
 	out := mustComplete(t, s, "pwd; echo \"$DSH_T_VAR\"; greet you; bash -c 'echo child:$DSH_T_VAR'", 0)
 	if want := dir + "\nkept\nhello you\nchild:kept\n"; out != want {
@@ -126,55 +127,12 @@ func TestCommandBytes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Compare checksums: the terminal would render the controls.
-			command := "printf '%s' " + shellQuote(tc.arg) + " | od -An -tx1 | tr -d ' \\n'; echo"
+			command := "printf '%s' " + inband.Quote(tc.arg) + " | od -An -tx1 | tr -d ' \\n'; echo"
 			out := mustComplete(t, s, command, 0)
 			if want := fmt.Sprintf("%x\n", tc.arg); out != want {
 				t.Fatalf("the shell got other bytes:\n got %.200s\nwant %.200s", out, want)
 			}
 		})
-	}
-}
-
-// The command cannot find its nonce: not in a variable, not in a function,
-// not in $_. So printing markers can neither end it early nor forge its
-// status, and what it prints that looks like markers is not output.
-func TestForgedMarkers(t *testing.T) {
-	s := spawn(t, newBackend(t, nil), "")
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	send, err := s.Exec(ctx, terminal.ExecRequest{Command: "echo \"last:$_\"; set; declare -f; alias; echo END-OF-STATE", Stream: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.mu.Lock()
-	nonce := s.cur.nonce
-	s.mu.Unlock()
-	out, res := drain(t, ctx, send)
-	if res.Exec.State != terminal.ExecCompleted || !strings.Contains(out, "END-OF-STATE") {
-		t.Fatalf("state dump: %+v\n%s", *res.Exec, out)
-	}
-	if strings.Contains(out, nonce) {
-		t.Fatalf("the command's own state holds its nonce %s:\n%s", nonce, out)
-	}
-
-	forged := strings.Join([]string{
-		`printf '\e]6973;E;%s;0\a' 0123456789abcdef`, // an end marker with a made-up nonce
-		`printf '\e]6973;B;%s\a' 0123456789abcdef`,   // a begin marker
-		`printf '\e]6973;P;%s;0\a' notthetoken`,      // a prompt without the session's token
-		`printf 'visible\n'`,
-		`printf '\e]6973;E;'`, // an unfinished marker, cut by the next real one
-		`(exit 7)`,
-	}, "\n")
-	out = mustComplete(t, s, forged, 7)
-	if out != "visible\n" {
-		t.Fatalf("output = %q, want only the visible line", out)
-	}
-	page, err := s.Read(terminal.ReadRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(page.Text, "0123456789abcdef") || strings.Contains(page.Text, "notthetoken") || strings.Contains(page.Text, "\x1b") {
-		t.Fatalf("markers reached the scrollback:\n%q", page.Text)
 	}
 }
 
@@ -345,7 +303,7 @@ func TestOutputVolume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Exec.State != terminal.ExecCompleted || !res.Truncated || len(res.Viewport) > maxReadBytes {
+	if res.Exec.State != terminal.ExecCompleted || !res.Truncated || len(res.Viewport) > inband.MaxReadBytes {
 		t.Fatalf("non-streaming: %+v, truncated %v, viewport %d bytes", *res.Exec, res.Truncated, len(res.Viewport))
 	}
 	if last := fmt.Sprintf("line %05d", lines); !strings.Contains(res.Viewport, last) {
@@ -365,28 +323,6 @@ func TestRendering(t *testing.T) {
 	}
 	if out := mustComplete(t, s, "echo next", 0); out != "next\n" {
 		t.Fatalf("the next command's output = %q", out)
-	}
-}
-
-// A command that turns the terminal's echo on (stty sane does) does not
-// make the typed lines show: their echo is removed, and the next command's
-// line turns echo off again.
-func TestEchoTurnedOn(t *testing.T) {
-	s := spawn(t, newBackend(t, nil), "")
-	mustComplete(t, s, "stty echo", 0)
-	for i, word := range []string{"one", "two", strings.Repeat("long ", 1000)} {
-		if out := mustComplete(t, s, "echo "+word+"\necho done", 0); out != strings.TrimSpace(word)+"\ndone\n" {
-			t.Fatalf("output = %q", out)
-		}
-		s.mu.Lock()
-		echoed := s.echoing
-		s.mu.Unlock()
-		if i == 0 && !echoed {
-			t.Fatal("the terminal did not echo the line: the test shows nothing")
-		}
-	}
-	if out := mustComplete(t, s, "stty -a", 0); !strings.Contains(out, " -echo ") {
-		t.Fatalf("echo is still on:\n%s", out)
 	}
 }
 

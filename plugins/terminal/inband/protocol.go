@@ -1,4 +1,4 @@
-package terminalssh
+package inband
 
 import (
 	"bytes"
@@ -160,8 +160,8 @@ func appendQuoted(dst []byte, s string) []byte {
 	return append(dst, '\'')
 }
 
-// shellQuote quotes s as one single-quoted bash word.
-func shellQuote(s string) string {
+// Quote quotes s as one single-quoted bash word.
+func Quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
@@ -176,7 +176,7 @@ const exitBadWorkdir = 97
 func plumbing(token, dir string) string {
 	cd := ""
 	if dir != "" {
-		cd = "builtin cd -- " + shellQuote(dir) + " || builtin exit " + strconv.Itoa(exitBadWorkdir) + "\n"
+		cd = "builtin cd -- " + Quote(dir) + " || builtin exit " + strconv.Itoa(exitBadWorkdir) + "\n"
 	}
 	return strings.NewReplacer("@TOKEN@", token, "@CD@", cd).Replace(plumbingTemplate)
 }

@@ -1,4 +1,4 @@
-package terminalssh
+package inband
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // send is one send in flight. The fields from out on are guarded by s.mu;
 // the ones before do not change.
 type send struct {
-	s *session
+	s *Session
 	// startup marks the session's first wait, for the shell's first prompt;
 	// only that, the shell's exit or the deadline settle it.
 	startup  bool
@@ -36,12 +36,12 @@ type send struct {
 	stopWatch func() bool   // detaches the StartSend context's hook
 }
 
-func newSend(s *session, stream bool, deadline time.Time) *send {
+func newSend(s *Session, stream bool, deadline time.Time) *send {
 	return &send{
 		s:        s,
 		stream:   stream,
 		deadline: deadline,
-		out:      screen.NewPending(maxReadBytes, stream),
+		out:      screen.NewPending(MaxReadBytes, stream),
 		done:     make(chan struct{}),
 		more:     make(chan struct{}, 1),
 	}

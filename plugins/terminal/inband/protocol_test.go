@@ -1,4 +1,4 @@
-package terminalssh
+package inband
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package terminalssh
+package inband
 
 import (
 	"context"
@@ -53,14 +53,14 @@ type command struct {
 const maxPreBytes = 64 << 10
 
 // Exec runs a command through the shell protocol. See terminal.Executor.
-func (s *session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.Send, error) {
+func (s *Session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.Send, error) {
 	switch {
 	case req.Command == "":
-		return nil, fmt.Errorf("terminal-ssh: session %s: exec: empty command", s.id)
+		return nil, fmt.Errorf("%s: exec: empty command", s.who)
 	case strings.IndexByte(req.Command, 0) >= 0:
-		return nil, fmt.Errorf("terminal-ssh: session %s: exec: the command contains a NUL byte", s.id)
+		return nil, fmt.Errorf("%s: exec: the command contains a NUL byte", s.who)
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("terminal-ssh: session %s: exec not started: %w", s.id, context.Cause(ctx))
+		return nil, fmt.Errorf("%s: exec not started: %w", s.who, context.Cause(ctx))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -68,20 +68,21 @@ func (s *session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.
 		return nil, err
 	}
 	if !s.idle || s.cur != nil {
-		return nil, fmt.Errorf("terminal-ssh: session %s: %w", s.id, terminal.ErrShellBusy)
+		return nil, fmt.Errorf("%s: %w", s.who, terminal.ErrShellBusy)
 	}
 	now := time.Now()
 	sn := newSend(s, req.Stream, now.Add(s.timeout(req.Timeout)))
 	c := &command{
 		nonce:   newNonce(),
 		res:     terminal.ExecResult{State: terminal.ExecPending, ExitCode: -1},
-		notices: screen.NewPending(maxReadBytes, false),
+		notices: screen.NewPending(MaxReadBytes, false),
 	}
 	c.res.Background = s.unclaimed.Take() + s.breakLineLocked()
 	c.res.BackgroundTruncated = s.unclaimed.TakeDropped()
 	sn.cmd, sn.exec = c, true
 	s.cur, s.slot, s.live, s.idle = c, sn, sn, false
 	s.lastOutput = now
+	s.resetProbeLocked(now)
 	c.typed = appendCommandLines(nil, req.Command, c.nonce, s.echoing)
 	s.echoing = false
 	s.enqueueLocked(&writeJob{sn: sn, cmd: c, data: c.typed})
@@ -93,7 +94,7 @@ func (s *session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.
 // execResultLocked is how sn reports its command, or nil outside an Exec.
 // A command that is over is reported once, and the shell is ready for the
 // next.
-func (s *session) execResultLocked(sn *send) *terminal.ExecResult {
+func (s *Session) execResultLocked(sn *send) *terminal.ExecResult {
 	c := sn.cmd
 	if c == nil {
 		return nil
@@ -113,7 +114,7 @@ func (s *session) execResultLocked(sn *send) *terminal.ExecResult {
 
 // breakLineLocked ends the line the terminal is writing, if any: it goes to
 // the scrollback as a line of its own and is returned with its newline.
-func (s *session) breakLineLocked() string {
+func (s *Session) breakLineLocked() string {
 	line := s.lines.Break(nil)
 	if len(line) == 0 {
 		return ""
@@ -125,11 +126,11 @@ func (s *session) breakLineLocked() string {
 	return string(line)
 }
 
-var _ terminal.Executor = (*session)(nil)
+var _ terminal.Executor = (*Session)(nil)
 
 // releasePreLocked renders what the terminal showed before the shell took
 // c's line, without the echo of that line.
-func (s *session) releasePreLocked(c *command) {
+func (s *Session) releasePreLocked(c *command) {
 	if c.preDone {
 		return
 	}

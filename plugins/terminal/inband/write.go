@@ -1,4 +1,4 @@
-package terminalssh
+package inband
 
 // writeJob is text queued for the terminal. Its fields are guarded by the
 // session's mu.
@@ -18,7 +18,7 @@ const writePiece = 16 << 10
 
 // enqueueLocked queues a job for the writer. A send's slot stays taken
 // until its jobs are over.
-func (s *session) enqueueLocked(j *writeJob) {
+func (s *Session) enqueueLocked(j *writeJob) {
 	if j.sn != nil {
 		j.sn.writes++
 	}
@@ -32,7 +32,7 @@ func (s *session) enqueueLocked(j *writeJob) {
 // abandonWritesLocked abandons every text job not written yet, and reports
 // whether that cut the current command's line short. A job whose last
 // piece is being written is written.
-func (s *session) abandonWritesLocked() bool {
+func (s *Session) abandonWritesLocked() bool {
 	cut := false
 	for _, j := range s.queue {
 		if j.last {
@@ -53,7 +53,7 @@ func (s *session) abandonWritesLocked() bool {
 // terminal. The channel takes what the server's window allows at once and
 // blocks beyond it (a long command, while the shell reads it), so it writes
 // without the lock.
-func (s *session) writer() {
+func (s *Session) writer() {
 	defer close(s.writeDone)
 	for {
 		s.mu.Lock()
@@ -76,7 +76,7 @@ func (s *session) writer() {
 			piece := j.data[off:min(off+writePiece, len(j.data))]
 			j.last = off+len(piece) == len(j.data)
 			s.mu.Unlock()
-			_, err = s.stdin.Write(piece)
+			_, err = s.link.Write(piece)
 			s.mu.Lock()
 			off += len(piece)
 		}
@@ -100,7 +100,7 @@ func (s *session) writer() {
 // so the text is out, even if the writer has not yet returned from writing
 // its last piece. The send stops holding the slot for it. Text still queued
 // or only partly written keeps the slot.
-func (s *session) answeredLocked(sn *send) {
+func (s *Session) answeredLocked(sn *send) {
 	if len(s.queue) > 0 {
 		if j := s.queue[0]; j.sn == sn && j.last {
 			j.sn = nil

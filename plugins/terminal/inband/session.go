@@ -1,4 +1,4 @@
-package terminalssh
+package inband
 
 import (
 	"context"
@@ -8,33 +8,73 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/crypto/ssh"
-
 	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
 
-// The terminal's size and the bounds on what a session keeps, as the shell
-// backend's defaults.
+// The bounds on what a session keeps, as the shell backend's defaults.
 const (
-	termRows        = 40
-	termCols        = 160
-	maxReadBytes    = 256 << 10 // a page, a viewport, a non-streaming send's output
+	// MaxReadBytes bounds a page, a viewport, and the output a send that
+	// does not stream keeps (its newest bytes).
+	MaxReadBytes    = 256 << 10
 	scrollbackLines = 10000
 	scrollbackBytes = 4 << 20
 	startTailBytes  = 2 << 10 // startup output kept to explain a failed start
 )
 
-// settings are the config values a session uses, resolved once.
-type settings struct {
-	addr      string
-	idle      time.Duration
-	timeout   time.Duration
-	keepalive time.Duration
+// Link is the far end of a shell's terminal: a byte stream each way, and
+// how the shell ended. The session reads it from one goroutine and writes
+// it from another.
+type Link interface {
+	// Read returns what the terminal printed. An error (io.EOF when the
+	// shell is gone) ends the session's output.
+	io.Reader
+	// Write types into the terminal.
+	io.Writer
+	// Wait blocks until the shell has ended, or the link is gone, and
+	// says how: the exit code, the signal, or ExitCode -1 when the far end
+	// did not say.
+	Wait() terminal.Status
+	// Close tears the link down: Read and Wait return soon after. It is
+	// called once, from Close or when the output has ended, and returns
+	// once nothing of the link (no goroutine of its library) is left.
+	Close() error
 }
 
-// session is one remote bash on one SSH connection. See the package
-// documentation for the model; the invariants are:
+// Options configure a session.
+type Options struct {
+	// ID is the session's id, for messages and logs.
+	ID string
+	// Prefix starts every error message: the backend's name
+	// ("terminal-ssh").
+	Prefix string
+	// Where names the far end in startup errors ("host:22").
+	Where string
+	// StartErr is the sentinel that startup errors wrap.
+	StartErr error
+	// Idle is the silence bound; Timeout bounds a send (and the start)
+	// that does not set its own.
+	Idle, Timeout time.Duration
+	// PID is what the session reports as its top-level process: 0 where
+	// the shell's process cannot be seen from here.
+	PID int
+	// WaitingForInput, when set, proves that the terminal's foreground
+	// job (not the shell) is blocked reading the terminal. The session
+	// asks it while a send waits for output, a few milliseconds after the
+	// last output and then less often, up to every ProbeMax.
+	WaitingForInput func() (bool, error)
+	// ProbeMax caps the interval between two WaitingForInput checks
+	// (default 250 ms).
+	ProbeMax time.Duration
+	// Log receives the session's debug messages; nil discards them.
+	Log *slog.Logger
+	// Forget is called once, when the session has closed.
+	Forget func(*Session)
+}
+
+// Session is one bash at the far end of a Link, driven by the in-band
+// protocol. It implements terminal.Session and terminal.Executor. See the
+// package documentation for the model; the invariants are:
 //   - only the read loop reads the terminal, and it renders and acts on
 //     what it read under mu, so output and markers are handled in stream
 //     order;
@@ -42,19 +82,15 @@ type settings struct {
 //   - everything below mu is guarded by it;
 //   - a send holds the slot from StartSend or Exec until it has settled
 //     and its writes are over.
-type session struct {
-	id     string
-	cfg    settings
-	log    *slog.Logger
-	client *ssh.Client
-	remote *ssh.Session
-	stdin  io.Writer
-	stdout io.Reader
+type Session struct {
+	id   string
+	who  string // the prefix of error messages: "terminal-ssh: session pty-1"
+	opts Options
+	log  *slog.Logger
+	link Link
 	// token is in every prompt marker: a marker without it is not this
 	// shell's prompt.
 	token string
-	// forget removes the session from its backend once it is closed.
-	forget func(*session)
 
 	quit      chan struct{} // closed when Close begins: the goroutines stop
 	kick      chan struct{} // capacity 1: the clock has a new send to time
@@ -64,8 +100,8 @@ type session struct {
 	waitDone  chan struct{}
 	clockDone chan struct{}
 	writeDone chan struct{}
-	aliveDone chan struct{}
 	closeOnce sync.Once
+	linkOnce  sync.Once
 
 	mu           sync.Mutex
 	scan         scanner
@@ -78,8 +114,8 @@ type session struct {
 	startTail    screen.Pending // output before the first prompt, for errors
 	ready        bool           // the first prompt was seen
 	status       terminal.Status
-	waitErr      error // how the remote session ended, once it did
-	exited       bool  // the end has been processed
+	waitStatus   terminal.Status // how the link said the shell ended, once it did
+	exited       bool            // the end has been processed
 	closing      bool
 	closed       bool
 	slot         *send // holds the one-send slot
@@ -92,6 +128,11 @@ type session struct {
 	// lastOutput is when the terminal last printed, or when the live send
 	// began if that is later: silence counts from it.
 	lastOutput time.Time
+	// probeEvery is the interval of the next WaitingForInput check,
+	// growing from probeMin to ProbeMax while the terminal stays quiet;
+	// lastProbe is when the last one ended.
+	probeEvery time.Duration
+	lastProbe  time.Time
 	paused     bool // the read loop holds the terminal back for a caller
 	// echoing: the terminal echoed a command's line (a command turned echo
 	// on); the next command's line turns it off again.
@@ -100,15 +141,19 @@ type session struct {
 	queue []*writeJob
 }
 
-func newSession(id string, cfg settings, log *slog.Logger, client *ssh.Client, remote *ssh.Session, stdin io.Writer, stdout io.Reader) *session {
-	s := &session{
-		id:        id,
-		cfg:       cfg,
-		log:       log,
-		client:    client,
-		remote:    remote,
-		stdin:     stdin,
-		stdout:    stdout,
+func newSession(link Link, o Options) *Session {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.ProbeMax <= 0 {
+		o.ProbeMax = defaultProbeMax
+	}
+	s := &Session{
+		id:        o.ID,
+		who:       o.Prefix + ": session " + o.ID,
+		opts:      o,
+		log:       o.Log,
+		link:      link,
 		token:     newNonce(),
 		quit:      make(chan struct{}),
 		kick:      make(chan struct{}, 1),
@@ -118,41 +163,45 @@ func newSession(id string, cfg settings, log *slog.Logger, client *ssh.Client, r
 		waitDone:  make(chan struct{}),
 		clockDone: make(chan struct{}),
 		writeDone: make(chan struct{}),
-		aliveDone: make(chan struct{}),
 		filter:    screen.NewFilter(0),
-		lines:     screen.Lines{MaxLineBytes: maxReadBytes},
+		lines:     screen.Lines{MaxLineBytes: MaxReadBytes},
 		scroll:    screen.NewScrollback(scrollbackLines, scrollbackBytes),
 		startTail: screen.NewPending(startTailBytes, false),
 		status:    terminal.Running,
-		unclaimed: screen.NewPending(maxReadBytes, false),
+		unclaimed: screen.NewPending(MaxReadBytes, false),
 	}
 	return s
 }
 
+// closeLink closes the link, once.
+func (s *Session) closeLink() {
+	s.linkOnce.Do(func() {
+		if err := s.link.Close(); err != nil {
+			s.log.Debug("closing the link", "err", err)
+		}
+	})
+}
+
 // start runs the session's goroutines: the read loop, the exit waiter, the
-// clock, the writer and, when configured, the keepalive.
-func (s *session) start() {
+// clock and the writer.
+func (s *Session) start() {
 	go s.readLoop()
 	go s.waitExit()
 	go s.clock()
 	go s.writer()
-	if s.cfg.keepalive > 0 {
-		go s.keepalive(s.cfg.keepalive)
-	} else {
-		close(s.aliveDone)
-	}
 }
 
 // Motd is empty: the prompt is a marker, which the terminal does not show,
 // and what ran before the first prompt (the remote login shell, the
 // plumbing) is not the session's.
-func (s *session) Motd() string { return "" }
+func (s *Session) Motd() string { return "" }
 
-// PID is 0: the shell is a process of another machine.
-func (s *session) PID() int { return 0 }
+// PID is the shell's process id as Options gave it: 0 when it cannot be
+// seen from here.
+func (s *Session) PID() int { return s.opts.PID }
 
 // Status reports whether the remote shell is still running.
-func (s *session) Status() terminal.Status {
+func (s *Session) Status() terminal.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status
@@ -160,9 +209,9 @@ func (s *session) Status() terminal.Status {
 
 // StartSend types the text and starts waiting for the terminal to settle.
 // See terminal.Session.
-func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (terminal.Send, error) {
+func (s *Session) StartSend(ctx context.Context, req terminal.SendRequest) (terminal.Send, error) {
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("terminal-ssh: session %s: send not started: %w", s.id, context.Cause(ctx))
+		return nil, fmt.Errorf("%s: send not started: %w", s.who, context.Cause(ctx))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -175,6 +224,7 @@ func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (term
 	s.unclaimed.MoveTo(&sn.out)
 	s.slot, s.live = sn, sn
 	s.lastOutput = now
+	s.resetProbeLocked(now)
 	text := []byte(req.Text)
 	if req.Submit {
 		text = append(text, '\r')
@@ -194,7 +244,7 @@ func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (term
 }
 
 // startableLocked reports why no send may start now, if one may not.
-func (s *session) startableLocked() error {
+func (s *Session) startableLocked() error {
 	if err := s.usableLocked(); err != nil {
 		return err
 	}
@@ -203,49 +253,49 @@ func (s *session) startableLocked() error {
 		if sn.settled {
 			why = "the previous send's input is still being written"
 		}
-		return fmt.Errorf("terminal-ssh: session %s: %w (%s)", s.id, terminal.ErrSendActive, why)
+		return fmt.Errorf("%s: %w (%s)", s.who, terminal.ErrSendActive, why)
 	}
 	return nil
 }
 
 // usableLocked reports why nothing new may start, if it may not.
-func (s *session) usableLocked() error {
+func (s *Session) usableLocked() error {
 	switch {
 	case s.closing || s.closed:
-		return fmt.Errorf("terminal-ssh: session %s: %w", s.id, terminal.ErrSessionClosing)
+		return fmt.Errorf("%s: %w", s.who, terminal.ErrSessionClosing)
 	case s.exited:
-		return fmt.Errorf("terminal-ssh: session %s: %w (%s)", s.id, terminal.ErrSessionExited, s.status)
+		return fmt.Errorf("%s: %w (%s)", s.who, terminal.ErrSessionExited, s.status)
 	}
 	return nil
 }
 
 // timeout is a send's bound: its own, or the configured one.
-func (s *session) timeout(d time.Duration) time.Duration {
+func (s *Session) timeout(d time.Duration) time.Duration {
 	if d <= 0 {
-		return s.cfg.timeout
+		return s.opts.Timeout
 	}
 	return d
 }
 
 // watchLocked cancels sn when ctx ends before it settles.
-func (s *session) watchLocked(ctx context.Context, sn *send) {
+func (s *Session) watchLocked(ctx context.Context, sn *send) {
 	if !sn.settled && ctx.Done() != nil {
 		sn.stopWatch = context.AfterFunc(ctx, func() { sn.Cancel() })
 	}
 }
 
 // Read returns a page of scrollback, counted back from the newest line.
-func (s *session) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
+func (s *Session) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
 	count := req.Count
 	if count == 0 {
 		count = defaultReadCount
 	}
 	s.mu.Lock()
 	s.syncPartialLocked()
-	page, err := s.scroll.Read(req.Offset, count, maxReadBytes)
+	page, err := s.scroll.Read(req.Offset, count, MaxReadBytes)
 	s.mu.Unlock()
 	if err != nil {
-		return terminal.ReadResult{}, fmt.Errorf("terminal-ssh: session %s: %w", s.id, err)
+		return terminal.ReadResult{}, fmt.Errorf("%s: %w", s.who, err)
 	}
 	return terminal.ReadResult{
 		Text:       page.Text,
@@ -259,4 +309,4 @@ func (s *session) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
 // defaultReadCount is the page size of a Read that does not ask for one.
 const defaultReadCount = 500
 
-var _ terminal.Session = (*session)(nil)
+var _ terminal.Session = (*Session)(nil)

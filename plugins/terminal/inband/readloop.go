@@ -1,11 +1,9 @@
-package terminalssh
+package inband
 
 import (
 	"errors"
 	"io"
 	"time"
-
-	"golang.org/x/crypto/ssh"
 
 	"github.com/dshdev/dsh/plugins/terminal"
 )
@@ -14,15 +12,16 @@ import (
 // connection dropped, or Close). Each chunk is scanned, rendered and acted
 // on under the lock, in stream order: what a command printed always comes
 // before the marker printed after it.
-func (s *session) readLoop() {
+func (s *Session) readLoop() {
 	defer close(s.readDone)
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := s.stdout.Read(buf)
+		n, err := s.link.Read(buf)
 		if n > 0 {
 			s.mu.Lock()
 			s.scan.feed(buf[:n], s.outputLocked, s.markerLocked)
 			s.lastOutput = time.Now()
+			s.probeEvery = probeMin
 			s.mu.Unlock()
 			s.holdBack()
 		}
@@ -48,32 +47,31 @@ func (s *session) readLoop() {
 	s.mu.Lock()
 	s.finishExitLocked()
 	s.mu.Unlock()
-	// Nothing is left for the connection to carry. Waiting for it to wind
-	// down means no goroutine of the library outlives the session.
-	s.client.Close()
-	_ = s.client.Wait()
+	// Nothing is left for the link to carry. Its Close waits for it to wind
+	// down, so no goroutine of its library outlives the session.
+	s.closeLink()
 }
 
-// waitExit waits for the remote shell's exit status (or the connection's
-// end) and records it.
-func (s *session) waitExit() {
+// waitExit waits for the shell's exit status (or the link's end) and
+// records it.
+func (s *Session) waitExit() {
 	defer close(s.waitDone)
-	err := s.remote.Wait()
+	st := s.link.Wait()
 	s.mu.Lock()
-	s.waitErr = err
+	s.waitStatus = st
 	s.mu.Unlock()
 }
 
 // finishExitLocked processes the end of the session once its output has
 // been read: the status, and the live send settles.
-func (s *session) finishExitLocked() {
+func (s *Session) finishExitLocked() {
 	if s.exited {
 		return
 	}
 	s.exited = true
 	if !s.status.Exited {
-		s.status = exitStatus(s.waitErr)
-		s.log.Debug("the remote shell ended", "status", s.status.String(), "err", s.waitErr)
+		s.status = s.waitStatus
+		s.log.Debug("the shell ended", "status", s.status.String())
 	}
 	if c := s.cur; c != nil && c.res.State == terminal.ExecPending && c.sent {
 		// The line went out and no begin marker came back: the shell may
@@ -87,26 +85,10 @@ func (s *session) finishExitLocked() {
 	}
 }
 
-// exitStatus turns how the remote session ended into a status: the exit
-// code, the signal that killed the shell, or unknown (-1) for a connection
-// that ended without saying.
-func exitStatus(err error) terminal.Status {
-	if err == nil {
-		return terminal.Status{Exited: true, ExitCode: 0}
-	}
-	if ee, ok := errors.AsType[*ssh.ExitError](err); ok {
-		if sig := ee.Signal(); sig != "" {
-			return terminal.Status{Exited: true, ExitCode: -1, Signal: "SIG" + sig}
-		}
-		return terminal.Status{Exited: true, ExitCode: ee.ExitStatus()}
-	}
-	return terminal.Status{Exited: true, ExitCode: -1}
-}
-
 // outputLocked renders output bytes. What comes between typing a
 // command's line and the shell taking it waits, for the echo to be removed
 // (see releasePreLocked).
-func (s *session) outputLocked(p []byte) {
+func (s *Session) outputLocked(p []byte) {
 	if c := s.cur; c != nil && s.ready && !c.preDone {
 		c.pre = append(c.pre, p...)
 		if len(c.pre) > len(c.typed)+maxPreBytes {
@@ -118,7 +100,7 @@ func (s *session) outputLocked(p []byte) {
 }
 
 // renderRawLocked renders terminal bytes.
-func (s *session) renderRawLocked(p []byte) {
+func (s *Session) renderRawLocked(p []byte) {
 	s.segs = s.filter.Feed(s.segs[:0], p)
 	s.renderLocked()
 }
@@ -127,7 +109,7 @@ func (s *session) renderRawLocked(p []byte) {
 // delivers the committed lines: before the first prompt to the startup
 // tail only; then to the scrollback and to whoever they belong to (the
 // ended command's notices, the live send, or the next send).
-func (s *session) renderLocked() {
+func (s *Session) renderLocked() {
 	out := s.committed[:0]
 	for i := range s.segs {
 		out = s.lines.Write(out, s.segs[i])
@@ -157,14 +139,14 @@ func (s *session) renderLocked() {
 
 // endOutputLocked ends what a command printed: an escape or UTF-8 sequence
 // it left unfinished is ended here, so it cannot swallow what comes next.
-func (s *session) endOutputLocked() {
+func (s *Session) endOutputLocked() {
 	s.segs = s.filter.Flush(s.segs[:0])
 	s.renderLocked()
 }
 
 // syncPartialLocked brings the scrollback's partial line up to date. It is
 // done on demand rather than per chunk, since it costs an allocation.
-func (s *session) syncPartialLocked() {
+func (s *Session) syncPartialLocked() {
 	if s.partialStale && s.ready {
 		s.scroll.SetPartial(s.lines.Partial())
 	}
@@ -174,7 +156,7 @@ func (s *session) syncPartialLocked() {
 // markerLocked acts on one marker. Begin and end markers count only with
 // the current command's nonce, which only its line carries; a prompt
 // marker counts only with the session's token.
-func (s *session) markerLocked(payload []byte) {
+func (s *Session) markerLocked(payload []byte) {
 	m, ok := parseMarker(payload)
 	if !ok {
 		return
@@ -213,7 +195,7 @@ func (s *session) markerLocked(payload []byte) {
 // abandoned otherwise: an interrupt cut its line); one before its begin is
 // the shell's prompt before it read the line, unless an interrupt
 // discarded the line.
-func (s *session) promptLocked(status int) {
+func (s *Session) promptLocked(status int) {
 	if !s.ready {
 		// What ran before is the login's and the plumbing's, not the
 		// session's: the session starts on a clean line.
@@ -250,7 +232,7 @@ func (s *session) promptLocked(status int) {
 }
 
 // settleLocked ends sn with reason. The send stops receiving output.
-func (s *session) settleLocked(sn *send, reason terminal.WaitReason) {
+func (s *Session) settleLocked(sn *send, reason terminal.WaitReason) {
 	if sn.settled {
 		return
 	}
@@ -258,7 +240,7 @@ func (s *session) settleLocked(sn *send, reason terminal.WaitReason) {
 	if c := sn.cmd; c != nil && c.ended {
 		partial = c.partial
 	}
-	vp, truncated := sn.viewport(partial, maxReadBytes)
+	vp, truncated := sn.viewport(partial, MaxReadBytes)
 	sn.result = terminal.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt}
 	sn.result.Exec = s.execResultLocked(sn)
 	if sn.atPrompt {
@@ -276,21 +258,21 @@ func (s *session) settleLocked(sn *send, reason terminal.WaitReason) {
 }
 
 // releaseLocked frees the slot once sn has settled and its writes are over.
-func (s *session) releaseLocked(sn *send) {
+func (s *Session) releaseLocked(sn *send) {
 	if s.slot == sn && sn.settled && sn.writes == 0 {
 		s.slot = nil
 	}
 }
 
 // holdBack pauses reading while a streaming caller is more than
-// maxReadBytes behind, so the remote program is held back by the SSH
-// window instead of output being dropped. The send's deadline still
+// MaxReadBytes behind, so the far program is held back by the link's
+// buffers instead of output being dropped. The send's deadline still
 // applies (the clock settles it).
-func (s *session) holdBack() {
+func (s *Session) holdBack() {
 	for {
 		s.mu.Lock()
 		sn := s.live
-		if sn == nil || !sn.stream || sn.out.Len() <= maxReadBytes {
+		if sn == nil || !sn.stream || sn.out.Len() <= MaxReadBytes {
 			s.paused = false
 			s.mu.Unlock()
 			return

@@ -1,4 +1,4 @@
-package terminalssh
+package inband
 
 import (
 	"context"
@@ -22,23 +22,23 @@ var signalChars = map[terminal.Signal]byte{
 }
 
 // Signal delivers SIGINT or SIGTSTP to the remote terminal's foreground
-// group by typing its character. Nothing over SSH reaches that group
+// group by typing its character. Nothing over the link reaches that group
 // otherwise: SIGTERM and SIGHUP have no character and are unsupported, and
 // SIGKILL is always refused, since whether the shell itself is in the
 // foreground cannot be told from here (Close ends the session instead).
 // While the shell is idle at its prompt there is nothing to signal, and
 // nothing is typed.
-func (s *session) Signal(ctx context.Context, sig terminal.Signal) (terminal.SignalResult, error) {
+func (s *Session) Signal(ctx context.Context, sig terminal.Signal) (terminal.SignalResult, error) {
 	char, ok := signalChars[sig]
 	switch {
 	case sig == terminal.SIGKILL:
-		return terminal.SignalResult{}, fmt.Errorf("terminal-ssh: session %s: %w (over SSH the foreground cannot be told apart from the shell)", s.id, terminal.ErrRefuseKillShell)
+		return terminal.SignalResult{}, fmt.Errorf("%s: %w (the far end does not say whether the shell itself is in the foreground)", s.who, terminal.ErrRefuseKillShell)
 	case !ok && (sig == terminal.SIGTERM || sig == terminal.SIGHUP):
-		return terminal.SignalResult{}, fmt.Errorf("terminal-ssh: session %s: %w: %s has no terminal character, and over SSH the foreground process group cannot be reached otherwise", s.id, terminal.ErrUnsupportedSignal, sig)
+		return terminal.SignalResult{}, fmt.Errorf("%s: %w: %s has no terminal character, and the foreground process group cannot be reached otherwise", s.who, terminal.ErrUnsupportedSignal, sig)
 	case !ok:
-		return terminal.SignalResult{}, fmt.Errorf("terminal-ssh: session %s: %w: %q", s.id, terminal.ErrUnsupportedSignal, sig)
+		return terminal.SignalResult{}, fmt.Errorf("%s: %w: %q", s.who, terminal.ErrUnsupportedSignal, sig)
 	case ctx.Err() != nil:
-		return terminal.SignalResult{}, fmt.Errorf("terminal-ssh: session %s: signal: %w", s.id, context.Cause(ctx))
+		return terminal.SignalResult{}, fmt.Errorf("%s: signal: %w", s.who, context.Cause(ctx))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -61,7 +61,7 @@ func (s *session) Signal(ctx context.Context, sig terminal.Signal) (terminal.Sig
 // must reach the command, not the shell about to read it, whose line it
 // would discard. A command whose line was cut short is over as soon as the
 // shell is back at its prompt.
-func (s *session) interruptLocked(char byte) {
+func (s *Session) interruptLocked(char byte) {
 	cut := s.abandonWritesLocked()
 	c := s.cur
 	if c != nil && !c.begun && !c.over {

@@ -1,0 +1,114 @@
+package terminalssh
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+)
+
+// The terminal's size, as the shell backend's default.
+const (
+	termRows = 40
+	termCols = 160
+)
+
+// sshLink is a remote shell on the PTY of an SSH session, with the
+// connection to itself: the inband.Link of this backend.
+type sshLink struct {
+	client *ssh.Client
+	remote *ssh.Session
+	stdin  io.Writer
+	stdout io.Reader
+	log    *slog.Logger
+
+	quit      chan struct{} // closed by Close: the keepalive stops
+	aliveDone chan struct{}
+	closeOnce sync.Once
+}
+
+// newLink wraps a started remote shell, and keeps its connection alive
+// every keepalive (none when zero).
+func newLink(client *ssh.Client, remote *ssh.Session, stdin io.Writer, stdout io.Reader, keepalive time.Duration, log *slog.Logger) *sshLink {
+	l := &sshLink{client: client, remote: remote, stdin: stdin, stdout: stdout, log: log,
+		quit: make(chan struct{}), aliveDone: make(chan struct{})}
+	if keepalive > 0 {
+		go l.keepalive(keepalive)
+	} else {
+		close(l.aliveDone)
+	}
+	return l
+}
+
+func (l *sshLink) Read(p []byte) (int, error)  { return l.stdout.Read(p) }
+func (l *sshLink) Write(p []byte) (int, error) { return l.stdin.Write(p) }
+
+// Wait returns the remote shell's exit status, or -1 for a connection that
+// ended without saying.
+func (l *sshLink) Wait() terminal.Status { return exitStatus(l.remote.Wait()) }
+
+// Close closes the session and the connection, and returns once no
+// goroutine of the library, nor the keepalive, is left.
+func (l *sshLink) Close() error {
+	l.closeOnce.Do(func() {
+		close(l.quit)
+		l.remote.Close()
+		l.client.Close()
+	})
+	<-l.aliveDone
+	_ = l.client.Wait()
+	return nil
+}
+
+// exitStatus turns how the remote session ended into a status: the exit
+// code, the signal that killed the shell, or unknown (-1) for a connection
+// that ended without saying.
+func exitStatus(err error) terminal.Status {
+	if err == nil {
+		return terminal.Status{Exited: true, ExitCode: 0}
+	}
+	if ee, ok := errors.AsType[*ssh.ExitError](err); ok {
+		if sig := ee.Signal(); sig != "" {
+			return terminal.Status{Exited: true, ExitCode: -1, Signal: "SIG" + sig}
+		}
+		return terminal.Status{Exited: true, ExitCode: ee.ExitStatus()}
+	}
+	return terminal.Status{Exited: true, ExitCode: -1}
+}
+
+// keepalive probes the connection every interval. A probe that fails, or
+// has no reply within three intervals (OpenSSH's ServerAliveCountMax),
+// closes the connection: the session has exited.
+func (l *sshLink) keepalive(every time.Duration) {
+	defer close(l.aliveDone)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.quit:
+			return
+		case <-tick.C:
+		}
+		dead := time.AfterFunc(3*every, func() {
+			l.log.Warn("the SSH server did not answer keepalives; closing the connection", "after", 3*every)
+			l.client.Close()
+		})
+		// OpenSSH answers with a failure: any answer proves the peer alive.
+		_, _, err := l.client.SendRequest("keepalive@openssh.com", true, nil)
+		dead.Stop()
+		if err != nil {
+			select {
+			case <-l.quit:
+			default:
+				l.log.Info("the SSH connection is gone", "err", err)
+				l.client.Close()
+			}
+			return
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package inband
+
+import (
+	"time"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+)
+
+// Bounds on the stdin proof's cadence (Options.WaitingForInput). The first
+// check comes probeMin after the last output: output still in flight on
+// the link would otherwise miss the send it belongs to. Then the interval
+// doubles, up to ProbeMax.
+const (
+	probeMin        = 20 * time.Millisecond
+	defaultProbeMax = 250 * time.Millisecond
+)
+
+// clock times the live send: its deadline, its silence bound and, where
+// the link can prove a wait for input, the next proof. It is the session's
+// only timer, and it sleeps until the next moment something is due; output
+// only moves those moments later, so the clock is woken early (kick) only
+// for a new send.
+func (s *Session) clock() {
+	defer close(s.clockDone)
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-s.kick:
+		case <-t.C:
+		}
+		s.mu.Lock()
+		next, probe := s.tickLocked(time.Now())
+		s.mu.Unlock()
+		if probe != nil {
+			s.prove(probe)
+			s.kickClock()
+			continue
+		}
+		if next.IsZero() {
+			t.Stop()
+		} else {
+			t.Reset(time.Until(next))
+		}
+	}
+}
+
+// kickClock makes the clock look at the live send again.
+func (s *Session) kickClock() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// tickLocked settles the live send whose deadline or silence bound has
+// passed, and returns when to look next (zero: nothing to time), or the
+// send whose stdin proof is due now. While the read loop holds the
+// terminal back for the caller, the terminal is not silent.
+func (s *Session) tickLocked(now time.Time) (time.Time, *send) {
+	sn := s.live
+	if sn == nil || sn.settled {
+		return time.Time{}, nil
+	}
+	if !now.Before(sn.deadline) {
+		s.settleLocked(sn, terminal.WaitTimeout)
+		return time.Time{}, nil
+	}
+	if sn.startup {
+		return sn.deadline, nil
+	}
+	if s.paused {
+		s.lastOutput = now
+	}
+	quiet := s.lastOutput.Add(s.opts.Idle)
+	if !now.Before(quiet) {
+		s.settleLocked(sn, terminal.WaitInferredIdle)
+		return time.Time{}, nil
+	}
+	next := sn.deadline
+	if quiet.Before(next) {
+		next = quiet
+	}
+	if s.opts.WaitingForInput != nil && !s.paused {
+		due := s.lastOutput
+		if s.lastProbe.After(due) {
+			due = s.lastProbe
+		}
+		due = due.Add(s.probeEvery)
+		if !now.Before(due) {
+			return time.Time{}, sn
+		}
+		if due.Before(next) {
+			next = due
+		}
+	}
+	return next, nil
+}
+
+// resetProbeLocked starts the proof's cadence afresh, at a new send or
+// after output.
+func (s *Session) resetProbeLocked(now time.Time) {
+	s.probeEvery = probeMin
+	s.lastProbe = now
+}
+
+// prove asks the link whether sn's foreground job waits for input, without
+// the lock, and settles sn if it does and nothing was printed meanwhile:
+// output that arrived during the check may be the job's last words before
+// its read, and the next check will judge again after it.
+func (s *Session) prove(sn *send) {
+	s.mu.Lock()
+	before := s.lastOutput
+	s.mu.Unlock()
+	waiting, err := s.opts.WaitingForInput()
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastProbe = now
+	s.probeEvery = min(2*s.probeEvery, s.opts.ProbeMax)
+	if err != nil {
+		s.log.Debug("the stdin proof failed", "err", err)
+		return
+	}
+	if waiting && s.live == sn && !sn.settled && s.lastOutput.Equal(before) && !s.paused {
+		s.settleLocked(sn, terminal.WaitStdinRead)
+	}
+}

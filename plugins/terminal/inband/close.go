@@ -1,0 +1,49 @@
+package inband
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+)
+
+// Close hangs up: it closes the link, whose far end then closes the
+// terminal (an SSH server at logout, a container runtime when the exec's
+// stream ends), and the shell gets SIGHUP and passes it on to its jobs. It
+// returns once every goroutine of the session, and the link's Close, have
+// ended. What happens to processes that ignore SIGHUP or left the shell's
+// session is the link's to say.
+//
+// Close is idempotent and concurrent calls share one close; if ctx ends
+// before the goroutines have, a later call waits again.
+func (s *Session) Close(ctx context.Context, reason string) error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closing = true
+		if !s.status.Exited {
+			s.status = terminal.Status{Exited: true, ExitCode: -1, Signal: "SIGHUP"}
+		}
+		if sn := s.live; sn != nil {
+			s.settleLocked(sn, terminal.WaitSessionExit)
+		}
+		s.mu.Unlock()
+		s.log.Debug("closing the session", "reason", reason)
+		close(s.quit)
+		s.closeLink()
+	})
+	for _, done := range []chan struct{}{s.readDone, s.waitDone, s.clockDone, s.writeDone} {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return fmt.Errorf("%s: close: %w", s.who, context.Cause(ctx))
+		}
+	}
+	s.mu.Lock()
+	first := !s.closed
+	s.closed = true
+	s.mu.Unlock()
+	if first && s.opts.Forget != nil {
+		s.opts.Forget(s)
+	}
+	return nil
+}

@@ -1,0 +1,197 @@
+package inband
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// waitLong bounds every wait in these tests. It only turns a hang into a
+// clear failure and never decides a result.
+const waitLong = 30 * time.Second
+
+// ptyLink is a local bash on a PTY: the far end of the protocol without a
+// network in between, as real as the remote ones.
+type ptyLink struct {
+	master *os.File
+	cmd    *exec.Cmd
+	done   chan struct{}
+	status terminal.Status
+	once   sync.Once
+}
+
+func newPTYLink(t testing.TB) *ptyLink {
+	t.Helper()
+	master, slave, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slave.Close()
+	tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tio.Lflag &^= unix.ECHO
+	if err := unix.IoctlSetTermios(int(slave.Fd()), unix.TCSETS, tio); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "--noediting", "--noprofile", "--norc", "-i")
+	cmd.Env = append(os.Environ(), "TERM=dumb")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		master.Close()
+		t.Fatal(err)
+	}
+	// A blocking master's Close waits for the read in progress; a
+	// non-blocking one, in the runtime poller, interrupts it.
+	fd, err := unix.FcntlInt(master.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err == nil {
+		err = unix.SetNonblock(fd, true)
+	}
+	master.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &ptyLink{master: os.NewFile(uintptr(fd), "ptmx"), cmd: cmd, done: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		l.status = terminal.Status{Exited: true, ExitCode: cmd.ProcessState.ExitCode()}
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			l.status = terminal.Status{Exited: true, ExitCode: -1, Signal: unix.SignalName(ws.Signal())}
+		} else if err != nil && !errors.As(err, new(*exec.ExitError)) {
+			l.status = terminal.Status{Exited: true, ExitCode: -1}
+		}
+		close(l.done)
+	}()
+	return l
+}
+
+func (l *ptyLink) Read(p []byte) (int, error) {
+	n, err := l.master.Read(p)
+	if err != nil && n == 0 {
+		// EIO: the last holder of the slave has gone.
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (l *ptyLink) Write(p []byte) (int, error) { return l.master.Write(p) }
+
+func (l *ptyLink) Wait() terminal.Status { <-l.done; return l.status }
+
+// Close hangs the terminal up, as an SSH server does at logout.
+func (l *ptyLink) Close() error {
+	l.once.Do(func() { l.master.Close() })
+	<-l.done
+	return nil
+}
+
+var errStart = errors.New("test: shell did not start")
+
+func options(id string) Options {
+	return Options{ID: id, Prefix: "test", Where: "local pty", StartErr: errStart, Idle: 10 * time.Minute, Timeout: time.Minute}
+}
+
+// spawn starts a session on a local PTY that the test closes at its end.
+func spawn(t *testing.T) *Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	s, err := Start(ctx, newPTYLink(t), "", options("pty-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if err := s.Close(ctx, "test over"); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return s
+}
+
+// drain reads a send's output to io.EOF, then its result.
+func drain(t testing.TB, ctx context.Context, send terminal.Send) (string, terminal.SendResult) {
+	t.Helper()
+	var out strings.Builder
+	for {
+		chunk, err := send.Output(ctx)
+		out.WriteString(chunk)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("output: %v", err)
+		}
+	}
+	res, err := send.Wait(ctx)
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	return out.String(), res
+}
+
+// mustComplete runs command and checks that it completed with status code.
+func mustComplete(t testing.TB, s *Session, command string, code int) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	send, err := s.Exec(ctx, terminal.ExecRequest{Command: command, Stream: true})
+	if err != nil {
+		t.Fatalf("exec %q: %v", command, err)
+	}
+	out, res := drain(t, ctx, send)
+	if res.Reason != terminal.WaitStdinRead || !res.Prompt || res.Exec == nil || res.Exec.State != terminal.ExecCompleted || res.Exec.ExitCode != code {
+		t.Fatalf("exec %q settled %s (prompt %v) with %+v, want completed with status %d; output:\n%s", command, res.Reason, res.Prompt, res.Exec, code, out)
+	}
+	return out
+}
+
+// ptyBackend serves sessions on local PTYs, for the conformance kit.
+type ptyBackend struct{ t *testing.T }
+
+func (b *ptyBackend) Type() string { return "inband-pty" }
+
+func (b *ptyBackend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error) {
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	o := options(spec.SessionID)
+	o.Idle = 2 * time.Second
+	s, err := Start(ctx, newPTYLink(b.t), spec.Cwd, o)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func TestConformance(t *testing.T) {
+	terminaltest.CheckGoroutines(t)
+	terminaltest.TestBackend(t, func(t *testing.T) terminal.Backend {
+		return &ptyBackend{t: t}
+	}, terminaltest.Options{
+		EchoCommand:   func(text string) string { return "printf '%s\\n' " + strconv.Quote(text) },
+		ReadCommand:   "read line",
+		ExitCommand:   "exit 3",
+		StatusCommand: func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },
+	})
+}

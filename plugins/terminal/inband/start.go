@@ -1,0 +1,67 @@
+package inband
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+)
+
+// closeBudget bounds the close of a session whose start failed: Close only
+// waits for local goroutines once the link is closed.
+const closeBudget = 10 * time.Second
+
+// Start runs the protocol on link, whose far end is an interactive bash
+// that has just started on a terminal without echo: it types the plumbing
+// (and a cd to dir, when dir is not empty) and returns once the shell
+// shows its first prompt. If ctx ends first, or the shell ends or stays
+// silent past o.Timeout, the session is closed (and with it the link) and
+// the error wraps o.StartErr; if that close fails too, the error is a
+// *terminal.CleanupError.
+func Start(ctx context.Context, link Link, dir string, o Options) (*Session, error) {
+	s := newSession(link, o)
+	s.start()
+	if err := s.awaitStartup(ctx, dir); err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeBudget)
+		defer cancel()
+		if cerr := s.Close(cctx, "startup failed"); cerr != nil {
+			return nil, &terminal.CleanupError{StartErr: err, CleanupErr: cerr}
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// awaitStartup types the plumbing and waits for the shell's first prompt.
+func (s *Session) awaitStartup(ctx context.Context, dir string) error {
+	s.mu.Lock()
+	sn := newSend(s, false, time.Now().Add(s.opts.Timeout))
+	sn.startup = true
+	s.slot, s.live = sn, sn
+	// The startup job holds no slot: the first prompt proves it written.
+	s.enqueueLocked(&writeJob{data: appendStartup(nil, s.token, dir)})
+	s.kickClock()
+	s.mu.Unlock()
+
+	where, sentinel := s.opts.Where, s.opts.StartErr
+	select {
+	case <-sn.done:
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %s: starting the shell: %w", s.opts.Prefix, where, context.Cause(ctx))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res := sn.result
+	tail := strings.TrimSpace(s.startTail.Take() + s.lines.Partial())
+	switch {
+	case res.Reason == terminal.WaitStdinRead:
+		return nil
+	case res.Reason == terminal.WaitTimeout:
+		return fmt.Errorf("%w: %s: no prompt within %v; the terminal showed: %q", sentinel, where, s.opts.Timeout, tail)
+	case res.Status.ExitCode == exitBadWorkdir:
+		return fmt.Errorf("%w: %s: cannot enter the working directory %q: %q", sentinel, where, dir, tail)
+	}
+	return fmt.Errorf("%w: %s: the shell ended during startup (%s); the terminal showed: %q", sentinel, where, res.Status, tail)
+}
