@@ -1,0 +1,31 @@
+// Command dsh-backend-docker serves the "docker" backend as a plugin
+// executable: each session is a bash in a container of its own, or in an
+// existing container, through the Docker Engine API (see
+// plugins/terminal-docker). It is a separate executable so that dsh itself
+// does not link a container client. A deployment loads it with an entry
+// whose name is its path; deployments/docker.yaml is an example.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+	terminaldocker "github.com/dshdev/dsh/plugins/terminal-docker"
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
+)
+
+func main() {
+	backendplugin.Serve(newBackend)
+}
+
+func newBackend(ctx context.Context, raw json.RawMessage) (terminal.Backend, error) {
+	cfg, err := terminaldocker.DecodeConfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return terminaldocker.New(ctx, cfg, log)
+}

@@ -1,0 +1,371 @@
+package terminaldocker
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+	"github.com/docker/go-units"
+
+	"github.com/dshdev/dsh/internal/proc"
+	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/inband"
+)
+
+// Errors that callers branch on.
+var (
+	// ErrUnreachable: the Docker daemon does not answer.
+	ErrUnreachable = errors.New("terminal-docker: the Docker daemon is unreachable")
+	// ErrNoImage: the configured image is not on the daemon.
+	ErrNoImage = errors.New("terminal-docker: image not found")
+	// ErrNoContainer: the configured container does not exist or is not
+	// running.
+	ErrNoContainer = errors.New("terminal-docker: container not running")
+	// ErrShell: the container or its shell could not be started, or the
+	// shell did not reach its prompt.
+	ErrShell = errors.New("terminal-docker: the shell did not start")
+)
+
+// The terminal's size, as the shell backend's default.
+const (
+	termRows = 40
+	termCols = 160
+)
+
+// Backend starts a bash per session in a container of its own (Image) or
+// in an existing one (Container), through the Docker Engine API.
+type Backend struct {
+	cfg Config
+	api *client.Client
+	log *slog.Logger
+	// local: the daemon runs on this machine, so the exec's pid may name
+	// the shell here too (hostShell checks that it does).
+	local bool
+
+	mu       sync.Mutex
+	sessions map[*inband.Session]struct{}
+	shutdown bool
+}
+
+// New connects to the daemon and checks the image or container, so that a
+// daemon that is down or an image that is missing fails the load, not the
+// first call. log may be nil.
+func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Backend, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if cfg.Host != "" {
+		opts = append(opts, client.WithHost(cfg.Host))
+	}
+	api, err := client.NewClientWithOpts(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	b := &Backend{cfg: *cfg, api: api, log: log, sessions: make(map[*inband.Session]struct{})}
+	if err := b.check(ctx); err != nil {
+		api.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// check asks the daemon for what the config names.
+func (b *Backend) check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, inspectBound)
+	defer cancel()
+	host := b.api.DaemonHost()
+	if _, err := b.api.Ping(ctx); err != nil {
+		return fmt.Errorf("%w at %s: %v", ErrUnreachable, host, err)
+	}
+	b.local = strings.HasPrefix(host, "unix://")
+	if b.cfg.Image != "" {
+		if _, err := b.api.ImageInspect(ctx, b.cfg.Image); err != nil {
+			if isNotFound(err) {
+				return fmt.Errorf("%w: %q is not on the daemon at %s (nothing is pulled: build, load or pull it first)", ErrNoImage, b.cfg.Image, host)
+			}
+			return fmt.Errorf("%w at %s: inspect image %q: %v", ErrUnreachable, host, b.cfg.Image, err)
+		}
+		return nil
+	}
+	ci, err := b.api.ContainerInspect(ctx, b.cfg.Container)
+	if err != nil {
+		if isNotFound(err) {
+			return fmt.Errorf("%w: no container %q on the daemon at %s", ErrNoContainer, b.cfg.Container, host)
+		}
+		return fmt.Errorf("%w at %s: inspect container %q: %v", ErrUnreachable, host, b.cfg.Container, err)
+	}
+	if ci.State == nil || !ci.State.Running {
+		return fmt.Errorf("%w: container %q is not running", ErrNoContainer, b.cfg.Container)
+	}
+	return nil
+}
+
+func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
+
+// Type is the name the backend registers under.
+func (b *Backend) Type() string { return b.cfg.BackendType }
+
+// errShutdown is returned by Spawn once the backend has been closed.
+var errShutdown = fmt.Errorf("terminal-docker: backend is shut down: %w", terminal.ErrServiceClosing)
+
+// Spawn creates and starts the session's container (or picks the existing
+// one), starts bash in it with a TTY, and returns once the shell shows its
+// first prompt. If ctx ends first, or anything fails, what was started is
+// removed again before Spawn returns.
+func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error) {
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	b.mu.Lock()
+	shutdown := b.shutdown
+	b.mu.Unlock()
+	if shutdown {
+		return nil, errShutdown
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(b.cfg.TimeoutMs)*time.Millisecond)
+	defer cancel()
+	link, err := b.open(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	o := inband.Options{
+		ID:       spec.SessionID,
+		Prefix:   "terminal-docker",
+		Where:    "container " + shortID(link.container),
+		StartErr: ErrShell,
+		Idle:     time.Duration(b.cfg.IdleSilenceMs) * time.Millisecond,
+		Timeout:  time.Duration(b.cfg.TimeoutMs) * time.Millisecond,
+		PID:      link.shell.PID,
+		Log:      b.log.With("session", spec.SessionID, "container", shortID(link.container)),
+		Forget:   b.forget,
+	}
+	if link.shell.PID != 0 {
+		o.WaitingForInput = link.waitingForInput
+	}
+	s, err := inband.Start(ctx, link, "", o)
+	if err != nil {
+		return nil, err
+	}
+	if link.shell.PID != 0 {
+		link.learnPromptRead(ctx)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.shutdown {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inspectBound)
+		defer cancel()
+		if cerr := s.Close(cctx, "backend closed"); cerr != nil {
+			return nil, &terminal.CleanupError{StartErr: errShutdown, CleanupErr: cerr}
+		}
+		return nil, errShutdown
+	}
+	b.sessions[s] = struct{}{}
+	return s, nil
+}
+
+// open starts the shell: in a new container, or in the configured one.
+func (b *Backend) open(ctx context.Context, spec terminal.SpawnSpec) (*execLink, error) {
+	l := &execLink{api: b.api, log: b.log, eof: make(chan struct{}), container: b.cfg.Container}
+	workdir := ""
+	if b.cfg.Image != "" {
+		id, mounted, err := b.create(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		l.container, l.owned = id, true
+		if mounted {
+			workdir = b.cfg.MountPath
+		}
+	}
+	fail := func(err error) (*execLink, error) {
+		if cerr := l.Close(); cerr != nil {
+			b.log.Warn("removing the container of a failed start", "container", l.container, "err", cerr)
+		}
+		return nil, err
+	}
+	size := &[2]uint{termRows, termCols}
+	ex, err := b.api.ContainerExecCreate(ctx, l.container, container.ExecOptions{
+		User:         b.cfg.User,
+		Tty:          true,
+		ConsoleSize:  size,
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		// NUL: a byte no send can type, so no typed text detaches.
+		DetachKeys: "ctrl-@",
+		Env:        b.env(spec),
+		WorkingDir: workdir,
+		Cmd:        []string{b.cfg.Shell, "--noediting", "--noprofile", "--norc", "-i"},
+	})
+	if err != nil {
+		return fail(fmt.Errorf("%w: container %s: create the shell's exec: %v", ErrShell, shortID(l.container), err))
+	}
+	l.exec = ex.ID
+	l.conn, err = b.api.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{Tty: true, ConsoleSize: size})
+	if err != nil {
+		return fail(fmt.Errorf("%w: container %s: start the shell: %v", ErrShell, shortID(l.container), err))
+	}
+	// Daemons older than API 1.42 ignore the size given at creation.
+	_ = b.api.ContainerExecResize(ctx, ex.ID, container.ResizeOptions{Height: termRows, Width: termCols})
+	if b.local {
+		l.shell = b.hostShell(ctx, ex.ID, l.container)
+	}
+	return l, nil
+}
+
+// hostShell names the exec's process on this machine, or returns the zero
+// identity when it cannot: the stdin proof and the session sweep then do
+// without it. The daemon reports the pid in its own pid namespace, which
+// is this process's only if the process of that pid here is in the
+// container's cgroup (its path names the container's id, with the
+// cgroupfs and the systemd drivers alike).
+func (b *Backend) hostShell(ctx context.Context, execID, containerID string) proc.Identity {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for delay := time.Millisecond; ; delay = min(2*delay, 50*time.Millisecond) {
+		select {
+		case <-ctx.Done():
+			return proc.Identity{}
+		case <-t.C:
+		}
+		ei, err := b.api.ContainerExecInspect(ctx, execID)
+		if err != nil || (!ei.Running && ei.Pid == 0 && ei.ExitCode != 0) {
+			return proc.Identity{}
+		}
+		if ei.Pid > 0 {
+			id, err := proc.IdentityOf(ei.Pid)
+			cg, cgErr := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", ei.Pid))
+			if err != nil || cgErr != nil || !bytes.Contains(cg, []byte(containerID)) {
+				b.log.Debug("the exec's pid does not name its process here; no stdin proof", "pid", ei.Pid)
+				return proc.Identity{}
+			}
+			return id
+		}
+		t.Reset(delay)
+	}
+}
+
+// create creates and starts the session's container, and reports whether
+// a workspace is mounted.
+func (b *Backend) create(ctx context.Context, spec terminal.SpawnSpec) (string, bool, error) {
+	hc := &container.HostConfig{
+		NetworkMode: container.NetworkMode(b.cfg.Network),
+		Init:        ptr(true), // reaps the orphans of background jobs
+	}
+	ws := b.cfg.Workspace
+	if ws == "" {
+		ws = spec.Cwd
+	}
+	if ws != "" {
+		hc.Mounts = []mount.Mount{{Type: mount.TypeBind, Source: ws, Target: b.cfg.MountPath}}
+	}
+	for _, spec := range b.cfg.Mounts {
+		m, _ := parseMount(spec) // valid: checked at load
+		hc.Mounts = append(hc.Mounts, m)
+	}
+	if b.cfg.Memory != "" {
+		n, _ := units.RAMInBytes(b.cfg.Memory)
+		hc.Memory = n
+		hc.MemorySwap = n // no swap beyond the limit
+	}
+	if b.cfg.CPUs > 0 {
+		hc.NanoCPUs = int64(b.cfg.CPUs * 1e9)
+	}
+	if b.cfg.PidsLimit > 0 {
+		hc.PidsLimit = ptr(b.cfg.PidsLimit)
+	}
+	cc := &container.Config{
+		Image: b.cfg.Image,
+		User:  b.cfg.User,
+		// The container's own process waits on a stdin nobody writes:
+		// the shells are execs, and the container lives until removed.
+		Cmd:       []string{b.cfg.Shell, "--noprofile", "--norc"},
+		OpenStdin: true,
+		Labels:    map[string]string{"dsh.session": spec.SessionID, "dsh.owner": spec.OwnerID},
+	}
+	name := "dsh-" + safeName(spec.SessionID) + "-" + randomSuffix()
+	created, err := b.api.ContainerCreate(ctx, cc, hc, nil, nil, name)
+	if err != nil {
+		return "", false, fmt.Errorf("%w: create a container from %q: %v", ErrShell, b.cfg.Image, err)
+	}
+	if err := b.api.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inspectBound)
+		defer cancel()
+		_ = b.api.ContainerRemove(rctx, created.ID, container.RemoveOptions{Force: true})
+		return "", false, fmt.Errorf("%w: start container %s: %v", ErrShell, shortID(created.ID), err)
+	}
+	return created.ID, ws != "", nil
+}
+
+// env is the shell's environment: the protocol's needs, then the config's.
+func (b *Backend) env(spec terminal.SpawnSpec) []string {
+	env := []string{"TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "DSH_SHELL=1", "DSH_SESSION_ID=" + spec.OwnerID, "DSH_PTY_SESSION_ID=" + spec.SessionID}
+	for _, k := range slices.Sorted(maps.Keys(b.cfg.Env)) {
+		env = append(env, k+"="+b.cfg.Env[k])
+	}
+	return env
+}
+
+func (b *Backend) forget(s *inband.Session) {
+	b.mu.Lock()
+	delete(b.sessions, s)
+	b.mu.Unlock()
+}
+
+// Close closes every live session (removing their containers) and the
+// client, and makes later spawns fail.
+func (b *Backend) Close(ctx context.Context) error {
+	b.mu.Lock()
+	b.shutdown = true
+	sessions := slices.Collect(maps.Keys(b.sessions))
+	b.mu.Unlock()
+	errs := make([]error, len(sessions))
+	var wg sync.WaitGroup
+	for i, s := range sessions {
+		wg.Go(func() { errs[i] = s.Close(ctx, "backend closed") })
+	}
+	wg.Wait()
+	errs = append(errs, b.api.Close())
+	return errors.Join(errs...)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func shortID(id string) string { return id[:min(12, len(id))] }
+
+// safeName keeps a session id usable in a container's name.
+func safeName(id string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, id)
+}
+
+func randomSuffix() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+var _ terminal.Backend = (*Backend)(nil)

@@ -1,0 +1,130 @@
+package terminaldocker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"go.uber.org/goleak"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal-docker/dockertest"
+	"github.com/dshdev/dsh/plugins/terminal/inband"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// The client's idle connections to the daemon wind down on
+		// their own, after the test that used them.
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"))
+}
+
+// waitLong bounds every wait in these tests. It only turns a hang into a
+// clear failure and never decides a result.
+const waitLong = 60 * time.Second
+
+func testConfig(host string) *Config {
+	cfg := DefaultConfig()
+	cfg.Host = host
+	cfg.Image = dockertest.Image
+	cfg.IdleSilenceMs = 600000
+	cfg.TimeoutMs = 60000
+	return cfg
+}
+
+func newBackend(t *testing.T, cfg *Config) *Backend {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	b, err := New(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if err := b.Close(ctx); err != nil {
+			t.Errorf("backend close: %v", err)
+		}
+	})
+	return b
+}
+
+// spawn starts a session that the test closes at its end.
+func spawn(t *testing.T, b *Backend, cwd string) *inband.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	ts, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-test", OwnerID: "owner-test", Cwd: cwd})
+	if err != nil {
+		t.Fatalf("spawn: %v", err)
+	}
+	s := ts.(*inband.Session)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if err := s.Close(ctx, "test over"); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return s
+}
+
+// run execs command, streaming, and returns its output and how it settled.
+func run(t *testing.T, s *inband.Session, command string) (string, terminal.SendResult) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	send, err := s.Exec(ctx, terminal.ExecRequest{Command: command, Stream: true})
+	if err != nil {
+		t.Fatalf("exec %q: %v", command, err)
+	}
+	var out strings.Builder
+	for {
+		chunk, err := send.Output(ctx)
+		out.WriteString(chunk)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("output: %v", err)
+		}
+	}
+	res, err := send.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.String() + res.Viewport[strings.LastIndexByte(res.Viewport, '\n')+1:], res
+}
+
+// mustComplete runs command and checks that it completed with status code.
+func mustComplete(t *testing.T, s *inband.Session, command string, code int) string {
+	t.Helper()
+	out, res := run(t, s, command)
+	if res.Exec == nil || res.Exec.State != terminal.ExecCompleted || res.Exec.ExitCode != code {
+		t.Fatalf("%q settled %s with %+v, want completed with status %d; output:\n%s", command, res.Reason, res.Exec, code, out)
+	}
+	return out
+}
+
+func containerCount(t *testing.T, host string) int {
+	t.Helper()
+	out, err := exec.Command("docker", "-H", host, "ps", "-aq", "--filter", "label=dsh.session").Output()
+	if err != nil {
+		t.Fatalf("docker ps: %v", err)
+	}
+	return len(strings.Fields(string(out)))
+}
+
+// containerListOptions selects the containers of one session id.
+func containerListOptions(session string) container.ListOptions {
+	return container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "dsh.session="+session))}
+}
