@@ -17,8 +17,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/internal/proc"
+	"github.com/dshdev/dsh/plugins/terminal"
 )
 
 // TestCloseLeavesNothing starts processes that try to outlive the shell and

@@ -14,8 +14,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/internal/proc"
+	"github.com/dshdev/dsh/plugins/terminal"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/dshdev/dsh/host"
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/internal/proc"
+	"github.com/dshdev/dsh/plugins/terminal"
 )
 
 // loadHost loads terminal, terminal-bash (with the given config lines) and
