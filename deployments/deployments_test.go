@@ -16,6 +16,7 @@ import (
 	"github.com/dshdev/dsh/host"
 	_ "github.com/dshdev/dsh/plugins/standard"
 	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
+	"github.com/dshdev/dsh/plugins/terminal-docker/dockertest"
 )
 
 // TestDefaultLoads starts and stops the embedded default deployment.
@@ -41,7 +42,7 @@ func TestDefaultLoads(t *testing.T) {
 func buildBackends(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bin")+"/", "../cmd/dsh-backend-bash", "../cmd/dsh-backend-ssh")
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bin")+"/", "../cmd/dsh-backend-bash", "../cmd/dsh-backend-ssh", "../cmd/dsh-backend-docker")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build the backends: %v\n%s", err, out)
 	}
@@ -207,5 +208,36 @@ func TestSandboxedConfinesTheTool(t *testing.T) {
 		if got := call(tc.command); !strings.Contains(got, tc.want) {
 			t.Errorf("%s:\n%s\nwant it to contain %q", tc.command, got, tc.want)
 		}
+	}
+}
+
+// TestDockerExample loads deployments/docker.yaml, with its backend built
+// beside it, against the tests' daemon and image, and calls the bash tool:
+// the shell runs in a container, on the owner's workspace, without network.
+func TestDockerExample(t *testing.T) {
+	daemon := dockertest.Daemon(t)
+	env := map[string]string{"DSH_DOCKER_HOST": daemon, "DSH_DOCKER_IMAGE": dockertest.Image}
+	d, err := host.ReadDeployment("docker.yaml", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.File = filepath.Join(buildBackends(t), "deployments", "docker.yaml")
+	h, err := host.Load(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	ws := t.TempDir()
+	owner, err := h.NewOwner("agent", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(map[string]string{"command": "pwd; echo from-the-container > note; tail -n +3 /proc/net/dev | cut -d: -f1"})
+	res := h.Tools().Call(context.Background(), owner, "bash", args)
+	if res.IsError || res.Text != "/workspace\n    lo" && res.Text != "/workspace\nlo" {
+		t.Errorf("bash in the container: %q (error %v)", res.Text, res.IsError)
+	}
+	if data, err := os.ReadFile(filepath.Join(ws, "note")); err != nil || string(data) != "from-the-container\n" {
+		t.Errorf("the workspace file: %q, %v", data, err)
 	}
 }

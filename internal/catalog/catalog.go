@@ -15,6 +15,7 @@ import (
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/internal/schema"
 	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
+	terminaldocker "github.com/dshdev/dsh/plugins/terminal-docker"
 	terminalssh "github.com/dshdev/dsh/plugins/terminal-ssh"
 )
 
@@ -51,6 +52,7 @@ var shippedBackends = []struct {
 }{
 	{"dsh-backend-bash", "the shell backend out of process: terminal-bash behind go-plugin", func() any { return terminalbash.DefaultConfig() }},
 	{"dsh-backend-ssh", "a backend of shells on another machine, over SSH", func() any { return terminalssh.DefaultConfig() }},
+	{"dsh-backend-docker", "a backend of shells in containers, one per session, through the Docker Engine API", func() any { return terminaldocker.DefaultConfig() }},
 }
 
 // Build gathers the catalog from the plugins registered in reg and the

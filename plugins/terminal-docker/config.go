@@ -46,7 +46,7 @@ type Config struct {
 	Mounts []string `json:"mounts"`
 	// Network is the created container's network mode: "none" (only
 	// loopback), "bridge", "host" or a network's name.
-	Network string `json:"network" jsonschema:"default=none"`
+	Network string `json:"network"`
 	// Memory limits a created container's memory ("512m", "2g"); empty: no
 	// limit.
 	Memory string `json:"memory"`
