@@ -77,9 +77,10 @@ func TestReadmeExamplesLoad(t *testing.T) {
 				}
 				d.File = filepath.Join(binDir, "deploy.yaml")
 			}
-			if bytes.Contains(b[1], []byte("./bin/dsh-backend-ssh")) {
-				// Its example server is not there to connect to: check
-				// that the deployment resolves, with the plugin in place.
+			if bytes.Contains(b[1], []byte("./bin/dsh-backend-ssh")) || bytes.Contains(b[1], []byte("./bin/dsh-backend-docker")) {
+				// Its example server or daemon is not there to connect to:
+				// check that the deployment resolves, with the plugin in
+				// place.
 				if _, err := host.Resolve(d, nil); err != nil {
 					t.Fatal(err)
 				}
