@@ -151,6 +151,7 @@ func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.
 		Prefix:   "terminal-docker",
 		Where:    "container " + shortID(link.container),
 		StartErr: ErrShell,
+		Echoes:   true,
 		Idle:     time.Duration(b.cfg.IdleSilenceMs) * time.Millisecond,
 		Timeout:  time.Duration(b.cfg.TimeoutMs) * time.Millisecond,
 		PID:      link.shell.PID,

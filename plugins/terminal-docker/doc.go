@@ -26,11 +26,10 @@
 //
 // The exec runs `bash --noediting --noprofile --norc -i` with a TTY of
 // 40×160 and TERM=dumb; nothing of dsh's environment is passed, only the
-// config's Env. Docker gives the TTY echo on: the session's first command
-// line is echoed, recognised by its nonce and removed, and turns echo off
-// (with stty, where the image has it; otherwise every line's echo is
-// removed the same way). Detaching is mapped to the NUL byte, which no
-// send can type.
+// config's Env. Docker gives the TTY echo on: the startup turns it off
+// with stty, where the image has it; otherwise every typed line's echo is
+// recognised by its nonce and removed. Detaching is mapped to the NUL
+// byte, which no send can type.
 //
 // # Readiness and the stdin proof
 //

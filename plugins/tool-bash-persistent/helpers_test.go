@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/host"
@@ -32,6 +34,11 @@ type harness struct {
 // same with its backend out of process. CI runs the suite both ways.
 const externalBackend = "DSH_TEST_BACKEND"
 
+// externalBackendConfig is YAML config (a mapping) for the backend
+// externalBackend names, under the config each test gives: what a docker
+// backend needs to reach its daemon and image.
+const externalBackendConfig = "DSH_TEST_BACKEND_CONFIG"
+
 // newHarness loads the three plugins; extra is YAML config for the tool.
 func newHarness(t testing.TB, toolConfig string, backendConfig string) *harness {
 	t.Helper()
@@ -44,6 +51,9 @@ func newHarness(t testing.TB, toolConfig string, backendConfig string) *harness 
 	}
 	if backendConfig == "" {
 		backendConfig = "{}"
+	}
+	if base := os.Getenv(externalBackendConfig); base != "" {
+		backendConfig = mergeYAML(t, base, backendConfig)
 	}
 	yaml := fmt.Sprintf(`
 - id: terminal
@@ -187,4 +197,26 @@ func alive(pid int) bool {
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+// mergeYAML returns the mapping base with the keys of over set over it, as
+// one line of JSON (which is YAML).
+func mergeYAML(t testing.TB, base, over string) string {
+	t.Helper()
+	var a, b map[string]any
+	if err := yaml.Unmarshal([]byte(base), &a); err != nil {
+		t.Fatalf("%s: %v", externalBackendConfig, err)
+	}
+	if err := yaml.Unmarshal([]byte(over), &b); err != nil {
+		t.Fatal(err)
+	}
+	if a == nil {
+		a = map[string]any{}
+	}
+	maps.Copy(a, b)
+	out, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }

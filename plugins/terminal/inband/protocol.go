@@ -131,9 +131,9 @@ func stripEcho(raw, typed []byte) ([]byte, bool) {
 
 // appendStartup appends the line that installs the plumbing. It runs
 // before any command, so its functions are parsed without aliases.
-func appendStartup(dst []byte, token, dir string) []byte {
+func appendStartup(dst []byte, token, dir string, echoOff bool) []byte {
 	dst = append(dst, `\builtin eval -- `...)
-	dst = appendQuoted(dst, plumbing(token, dir))
+	dst = appendQuoted(dst, plumbing(token, dir, echoOff))
 	return append(dst, '\n')
 }
 
@@ -173,10 +173,13 @@ const exitBadWorkdir = 97
 // end reports, and the hook that keeps them working whatever a command
 // does. Its last act is the first prompt, whose marker says the session is
 // ready.
-func plumbing(token, dir string) string {
+func plumbing(token, dir string, echoOff bool) string {
 	cd := ""
 	if dir != "" {
 		cd = "builtin cd -- " + Quote(dir) + " || builtin exit " + strconv.Itoa(exitBadWorkdir) + "\n"
+	}
+	if echoOff {
+		cd += "builtin command stty -echo 2>/dev/null\n"
 	}
 	return strings.NewReplacer("@TOKEN@", token, "@CD@", cd).Replace(plumbingTemplate)
 }

@@ -55,6 +55,11 @@ type Options struct {
 	// Idle is the silence bound; Timeout bounds a send (and the start)
 	// that does not set its own.
 	Idle, Timeout time.Duration
+	// Echoes says that the terminal echoes what is typed (a container
+	// exec's TTY, which nobody can set up before the shell starts): the
+	// startup turns echo off with stty, where the far end has it. Without
+	// stty every typed line's echo is recognised and removed.
+	Echoes bool
 	// PID is what the session reports as its top-level process: 0 where
 	// the shell's process cannot be seen from here.
 	PID int

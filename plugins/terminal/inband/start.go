@@ -41,7 +41,7 @@ func (s *Session) awaitStartup(ctx context.Context, dir string) error {
 	sn.startup = true
 	s.slot, s.live = sn, sn
 	// The startup job holds no slot: the first prompt proves it written.
-	s.enqueueLocked(&writeJob{data: appendStartup(nil, s.token, dir)})
+	s.enqueueLocked(&writeJob{data: appendStartup(nil, s.token, dir, s.opts.Echoes)})
 	s.kickClock()
 	s.mu.Unlock()
 
