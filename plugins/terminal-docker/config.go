@@ -21,9 +21,9 @@ type Config struct {
 	// BackendType is the name sessions are spawned under in the terminals
 	// service.
 	BackendType string `json:"backendType"`
-	// Host is the Docker daemon's address: unix:///var/run/docker.sock,
-	// tcp://host:2376, ssh://user@host. Empty: DOCKER_HOST, else the
-	// local default socket.
+	// Host is the Docker daemon's address: unix:///var/run/docker.sock or
+	// tcp://host:2376 (TLS from DOCKER_TLS_VERIFY and DOCKER_CERT_PATH).
+	// Empty: DOCKER_HOST, else the local default socket.
 	Host string `json:"host"`
 	// Image is what each session's container is created from: one
 	// container per session, removed when the session closes. The image
