@@ -36,6 +36,10 @@ type Backend struct {
 	environ func() []string
 	env     EnvPolicy
 	sandbox SandboxConfig
+	// checked holds the outcome of checking a mode that spawns asked for
+	// instead of the configured one.
+	checkMu sync.Mutex
+	checked map[string]error
 	// noCgroup is set once creating a cgroup has failed: it will not work
 	// later either, and the tracker alone is used from then on.
 	noCgroup atomic.Bool
@@ -71,6 +75,7 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 		environ:   os.Environ,
 		env:       cfg.Env,
 		sandbox:   cfg.Sandbox,
+		checked:   make(map[string]error),
 		sessions:  make(map[*session]struct{}),
 	}
 	return b, nil
@@ -202,7 +207,7 @@ func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 	}
 
 	s := newSession(spec.SessionID, b.cfg, b.log.With("session", spec.SessionID), term, ctl)
-	s.shellCmd, s.pid = cmd, pid
+	s.shellCmd, s.pid, s.sandboxMode = cmd, pid, string(pol.Mode)
 	s.target = proc.Target{Shell: shell, Tracker: proc.NewTracker(shell), Cgroup: cg}
 	s.forget = b.forget
 	now := time.Now()
@@ -240,7 +245,11 @@ func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 // in its control directory (removed with it) as TMPDIR, since it may not
 // write the shared one.
 func (b *Backend) confine(spec terminal.SpawnSpec, ctl *control, env []string) (sandbox.Policy, []string, error) {
-	if !b.sandbox.confined() {
+	sc, err := b.sandboxFor(spec.Sandbox)
+	if err != nil {
+		return sandbox.Policy{}, nil, err
+	}
+	if !sc.confined() {
 		return sandbox.Policy{Mode: sandbox.FullAccess, Network: true}, env, nil
 	}
 	workspace := spec.Cwd
@@ -252,16 +261,46 @@ func (b *Backend) confine(spec terminal.SpawnSpec, ctl *control, env []string) (
 		workspace = wd
 	}
 	tmp := ""
-	if b.sandbox.Mode == string(sandbox.WorkspaceWrite) {
+	if sc.Mode == string(sandbox.WorkspaceWrite) {
 		tmp = filepath.Join(ctl.dir, "tmp")
 		if err := os.Mkdir(tmp, 0o700); err != nil {
 			return sandbox.Policy{}, nil, fmt.Errorf("sandbox temporary directory: %w", err)
 		}
 		env = append(env, "TMPDIR="+tmp)
 	}
-	pol := b.sandbox.policy(workspace, tmp)
+	pol := sc.policy(workspace, tmp)
 	pol.WritableFiles = []string{ctl.outPath}
 	return pol, env, nil
+}
+
+// sandboxFor is the sandbox of a spawn that asks for mode: the configured
+// one, or the configured one with the mode replaced (network and writable
+// directories as configured). A mode other than the configured one is
+// checked on first use, as the configured one was at load, and refused
+// with what is missing if the kernel cannot enforce it.
+func (b *Backend) sandboxFor(mode string) (*SandboxConfig, error) {
+	if mode == "" || mode == b.sandbox.Mode {
+		return &b.sandbox, nil
+	}
+	sc := b.sandbox
+	sc.Mode = mode
+	if sc.Mode != string(sandbox.WorkspaceWrite) {
+		sc.Workspace, sc.Writable = "", nil
+	}
+	if err := sc.validate("sandbox"); err != nil {
+		return nil, fmt.Errorf("%w: %w", terminal.ErrSandboxUnsupported, err)
+	}
+	b.checkMu.Lock()
+	defer b.checkMu.Unlock()
+	checkErr, done := b.checked[mode]
+	if !done {
+		_, checkErr = checkSandbox(&sc)
+		b.checked[mode] = checkErr
+	}
+	if checkErr != nil {
+		return nil, fmt.Errorf("%w: %w", terminal.ErrSandboxUnsupported, checkErr)
+	}
+	return &sc, nil
 }
 
 // newCgroup creates the session's cgroup, or returns nil where cgroups

@@ -3,6 +3,7 @@
 package terminalbash
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/plugins/terminal"
 )
 
 // sandboxed starts a session under sc, in a fresh workspace it returns.
@@ -196,5 +198,33 @@ func TestSandboxConfigErrors(t *testing.T) {
 				t.Fatalf("got %v (%T), want field %s: %s", err, err, tc.field, tc.msg)
 			}
 		})
+	}
+}
+
+// A spawn may ask for another mode than the configured one (the owner's,
+// set through the terminals service): the shell runs in it, and says so.
+func TestSpawnAsksForAMode(t *testing.T) {
+	requireSandbox(t)
+	b := newTestBackend(t, nil) // configured: danger-full-access
+	ws := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	ts, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-ro", OwnerID: "owner", Cwd: ws, Sandbox: "read-only"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ts.(*session)
+	defer s.Close(context.Background(), "test over")
+	if got := terminal.SandboxModeOf(s); got != "read-only" {
+		t.Errorf("SandboxModeOf = %q", got)
+	}
+	if out, code := outputOf(t, s, "touch "+filepath.Join(ws, "f")); code == 0 || !strings.Contains(out, "Permission denied") {
+		t.Errorf("write under read-only: exit %d, %q", code, out)
+	}
+	if got := terminal.SandboxModeOf(spawn(t, b, ws)); got != "danger-full-access" {
+		t.Errorf("a spawn that asks for nothing runs in %q", got)
+	}
+	if _, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-bad", Sandbox: "strict"}); !errors.Is(err, terminal.ErrSandboxUnsupported) {
+		t.Errorf("an unknown mode: %v", err)
 	}
 }

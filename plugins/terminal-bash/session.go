@@ -69,7 +69,9 @@ type session struct {
 	ctl      *control
 	shellCmd *exec.Cmd
 	pid      int
-	target   proc.Target
+	// sandboxMode is the mode the shell runs in.
+	sandboxMode string
+	target      proc.Target
 	// forget removes the session from its backend once it is closed.
 	forget func(*session)
 
@@ -173,6 +175,9 @@ func (s *session) Motd() string {
 
 // PID is the shell's process id.
 func (s *session) PID() int { return s.pid }
+
+// SandboxMode is the sandbox mode the shell runs in.
+func (s *session) SandboxMode() string { return s.sandboxMode }
 
 // Status reports whether the shell is still running.
 func (s *session) Status() terminal.Status {

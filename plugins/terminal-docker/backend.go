@@ -134,6 +134,11 @@ func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
+	// The container is the agent's boundary; a mode inside it is not
+	// enforced, so it is refused.
+	if err := terminal.RefuseSandbox("terminal-docker", spec); err != nil {
+		return nil, err
+	}
 	b.mu.Lock()
 	shutdown := b.shutdown
 	b.mu.Unlock()

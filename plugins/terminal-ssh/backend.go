@@ -72,6 +72,9 @@ func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
+	if err := terminal.RefuseSandbox("terminal-ssh", spec); err != nil {
+		return nil, err
+	}
 	if strings.IndexByte(spec.Cwd, 0) >= 0 {
 		return nil, errors.New("terminal-ssh: the working directory contains a NUL byte")
 	}

@@ -31,6 +31,45 @@ type SpawnSpec struct {
 	Cwd string
 	// Name is optional display metadata.
 	Name string
+	// Sandbox is the sandbox mode the session must run in (SandboxFullAccess,
+	// SandboxWorkspaceWrite, SandboxReadOnly); empty: the backend's own. A
+	// backend that cannot enforce the mode fails the spawn, naming it: a
+	// mode is never weakened in silence.
+	Sandbox string
+}
+
+// The sandbox modes, as the original names them.
+const (
+	SandboxFullAccess     = "danger-full-access"
+	SandboxWorkspaceWrite = "workspace-write"
+	SandboxReadOnly       = "read-only"
+)
+
+// SandboxModes lists the valid modes.
+var SandboxModes = []string{SandboxFullAccess, SandboxWorkspaceWrite, SandboxReadOnly}
+
+// SandboxModer is implemented by sessions that run confined: the mode they
+// run in. A session that does not implement it runs in SandboxFullAccess.
+type SandboxModer interface {
+	SandboxMode() string
+}
+
+// SandboxModeOf is the sandbox mode s runs in.
+func SandboxModeOf(s Session) string {
+	if m, ok := s.(SandboxModer); ok && m.SandboxMode() != "" {
+		return m.SandboxMode()
+	}
+	return SandboxFullAccess
+}
+
+// RefuseSandbox is the check of a backend that confines nothing: it fails
+// a spawn that asks for a mode other than SandboxFullAccess. prefix names
+// the backend in the error.
+func RefuseSandbox(prefix string, spec SpawnSpec) error {
+	if spec.Sandbox == "" || spec.Sandbox == SandboxFullAccess {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: sandbox mode %q", prefix, ErrSandboxUnsupported, spec.Sandbox)
 }
 
 // Session is one live terminal owned by a backend. All methods are safe for
@@ -291,6 +330,14 @@ var (
 	ErrRefuseKillShell   = errors.New("terminal: refusing to SIGKILL the terminal shell; close the session instead")
 	ErrExecUnsupported   = errors.New("terminal: session cannot run commands (not an Executor)")
 	ErrShellBusy         = errors.New("terminal: the shell is not at its prompt")
+	// ErrSandboxUnsupported: the backend cannot enforce the sandbox mode a
+	// spawn asks for.
+	ErrSandboxUnsupported = errors.New("terminal: the backend cannot enforce this sandbox mode")
+	// ErrSandboxModeFenced: an owner's sandbox mode cannot change while it
+	// has sessions open or being created.
+	ErrSandboxModeFenced = errors.New("terminal: sandbox mode is fenced by open sessions")
+	// ErrInvalidSandboxMode: not one of SandboxModes.
+	ErrInvalidSandboxMode = errors.New("terminal: invalid sandbox mode")
 )
 
 // CleanupError reports that a backend's startup failed and cleaning up what

@@ -51,12 +51,16 @@ type ownerState struct {
 	// retained are cleanup failures of spawns that did not publish: until a
 	// disposal reports them, something may still be running.
 	retained []error
+	// sandbox is the mode the owner's spawns ask for (SetSandboxMode);
+	// empty: each backend's own.
+	sandbox string
 }
 
 // pendingSpawn is a spawn between its id being minted and its outcome
 // (publication, or failure and rollback) being final.
 type pendingSpawn struct {
 	name    string
+	sandbox string // the mode the spawn asked for; empty: the backend's
 	settled chan struct{}
 }
 
@@ -75,6 +79,7 @@ type record struct {
 	session       Session
 	pid           int
 	motd          string
+	sandbox       string // the mode the session runs in
 
 	// Guarded by Service.mu.
 	send    *liveSend // the send holding the service's slot, if any

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/dshdev/dsh/host"
 )
@@ -43,27 +44,32 @@ func (s *Service) Spawn(ctx context.Context, owner *host.Owner, req SpawnRequest
 		s.mu.Unlock()
 		return SessionInfo{}, err
 	}
-	p := &pendingSpawn{name: req.Name, settled: make(chan struct{})}
+	p := &pendingSpawn{name: req.Name, sandbox: st.sandbox, settled: make(chan struct{})}
 	st.pending[p] = struct{}{}
 	s.nextID++
 	id := fmt.Sprintf("pty-%d", s.nextID)
 	s.mu.Unlock()
 
-	spec := SpawnSpec{SessionID: id, OwnerID: owner.ID(), Cwd: req.Cwd, Name: req.Name}
+	spec := SpawnSpec{SessionID: id, OwnerID: owner.ID(), Cwd: req.Cwd, Name: req.Name, Sandbox: p.sandbox}
 	if spec.Cwd == "" {
 		spec.Cwd = owner.Workdir()
 	}
 	session, lifecycle, err := s.runBackend(ctx, owner, backend, spec)
-	var motd string
+	var motd, mode string
 	var pid int
 	if session != nil {
-		motd, pid = session.Motd(), session.PID()
+		motd, pid, mode = session.Motd(), session.PID(), SandboxModeOf(session)
+		if spec.Sandbox != "" && mode != spec.Sandbox && err == nil {
+			// A backend that knows nothing of sandboxes ran it as it
+			// runs everything: refused, never a weaker mode in silence.
+			err = errorf(ErrSandboxUnsupported, "PTY backend %q cannot enforce sandbox mode %q (its session runs in %q)", req.Type, spec.Sandbox, mode)
+		}
 	}
 
 	s.mu.Lock()
 	failure := s.spawnFailureLocked(ctx, lifecycle, st, id, req.Type, session, err)
 	if failure == nil {
-		r := &record{id: id, name: req.Name, typ: req.Type, state: st, session: session, pid: pid, motd: motd}
+		r := &record{id: id, name: req.Name, typ: req.Type, state: st, session: session, pid: pid, motd: motd, sandbox: mode}
 		s.sessions[id] = r
 		liveSessions.Add(1)
 		st.sessions = append(st.sessions, r)
@@ -177,4 +183,58 @@ func (s *Service) spawnFailureLocked(ctx context.Context, lifecycle error, st *o
 
 func (r *record) info(status Status) SessionInfo {
 	return SessionInfo{ID: r.id, Name: r.name, Type: r.typ, PID: r.pid, Status: status, Motd: r.motd}
+}
+
+// SetSandboxMode sets the sandbox mode of owner's later sessions: every
+// spawn for the owner asks its backend for that mode, and fails where the
+// backend cannot enforce it. Empty returns the choice to each backend.
+//
+// A shell cannot be confined more, or less, once it runs, so the mode is
+// fenced: while the owner has sessions open or being created, a change is
+// refused (ErrSandboxModeFenced) with the original's message; setting the
+// mode they already run in is allowed. The fence belongs to the owner, so
+// it holds whatever happens to the backends.
+func (s *Service) SetSandboxMode(owner *host.Owner, mode string) error {
+	if mode != "" && !slices.Contains(SandboxModes, mode) {
+		return errorf(ErrInvalidSandboxMode, "sandbox mode must be one of %s; got %q", strings.Join(SandboxModes, ", "), mode)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return errServiceClosing()
+	}
+	st, err := s.ownerLocked(owner)
+	if err != nil {
+		return err
+	}
+	if cur, busy := st.sandboxModeLocked(); busy && mode != cur {
+		return errorf(ErrSandboxModeFenced, "cannot change sandbox mode from %q to %q while persistent terminal sessions are open or being created; wait for creation to settle and close them first", cur, mode)
+	}
+	st.sandbox = mode
+	return nil
+}
+
+// SandboxMode is the mode owner's spawns ask for: what SetSandboxMode set,
+// or empty for each backend's own.
+func (s *Service) SandboxMode(owner *host.Owner) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.owners[owner]; st != nil {
+		return st.sandbox
+	}
+	return ""
+}
+
+// sandboxModeLocked is the owner's effective mode and whether it has
+// activity that fences it: the mode it set, else the mode its sessions
+// run in (as their backends chose it).
+func (st *ownerState) sandboxModeLocked() (mode string, busy bool) {
+	busy = len(st.sessions) > 0 || len(st.pending) > 0
+	if st.sandbox != "" || !busy {
+		return st.sandbox, busy
+	}
+	if len(st.sessions) > 0 {
+		return st.sessions[0].sandbox, true
+	}
+	return "the backend's default", true
 }

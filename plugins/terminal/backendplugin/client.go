@@ -219,6 +219,7 @@ func (c *Client) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.S
 		OwnerId:   spec.OwnerID,
 		Cwd:       spec.Cwd,
 		Name:      spec.Name,
+		Sandbox:   spec.Sandbox,
 	}
 	var (
 		p    *process
@@ -242,7 +243,7 @@ func (c *Client) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.S
 	if err != nil {
 		return nil, err
 	}
-	s := &session{proc: p, id: spec.SessionID, motd: string(resp.GetMotd()), pid: int(resp.GetPid())}
+	s := &session{proc: p, id: spec.SessionID, motd: string(resp.GetMotd()), pid: int(resp.GetPid()), sandbox: resp.GetSandboxMode()}
 	if resp.GetExecutor() {
 		return &execSession{s}, nil
 	}

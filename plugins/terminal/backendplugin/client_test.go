@@ -238,3 +238,27 @@ func TestHostGoneEndsPlugin(t *testing.T) {
 	pidGone(t, plugin)
 	pidGone(t, shell)
 }
+
+// TestSandboxModeCrosses: a spawn's sandbox mode reaches the plugin's
+// backend, and the mode its session runs in comes back.
+func TestSandboxModeCrosses(t *testing.T) {
+	c := open(t, "{}")
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	s, err := c.Spawn(ctx, terminal.SpawnSpec{SessionID: "s1", OwnerID: "o", Cwd: t.TempDir(), Sandbox: terminal.SandboxReadOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx, "test")
+	if got := terminal.SandboxModeOf(s); got != terminal.SandboxReadOnly {
+		t.Errorf("SandboxModeOf = %q, want read-only", got)
+	}
+	plain, err := c.Spawn(ctx, terminal.SpawnSpec{SessionID: "s2", OwnerID: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close(ctx, "test")
+	if got := terminal.SandboxModeOf(plain); got != terminal.SandboxFullAccess {
+		t.Errorf("SandboxModeOf = %q, want danger-full-access", got)
+	}
+}

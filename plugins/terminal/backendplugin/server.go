@@ -84,6 +84,7 @@ func (s *server) Spawn(ctx context.Context, req *backendpb.SpawnRequest) (*backe
 		OwnerID:   req.GetOwnerId(),
 		Cwd:       req.GetCwd(),
 		Name:      req.GetName(),
+		Sandbox:   req.GetSandbox(),
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -99,7 +100,7 @@ func (s *server) Spawn(ctx context.Context, req *backendpb.SpawnRequest) (*backe
 	s.sessions[req.GetSessionId()] = sess
 	s.mu.Unlock()
 	_, executor := sess.(terminal.Executor)
-	return &backendpb.SpawnResponse{Motd: []byte(sess.Motd()), Pid: int64(sess.PID()), Executor: executor}, nil
+	return &backendpb.SpawnResponse{Motd: []byte(sess.Motd()), Pid: int64(sess.PID()), Executor: executor, SandboxMode: terminal.SandboxModeOf(sess)}, nil
 }
 
 // session looks up a live session by id.

@@ -22,6 +22,8 @@ type session struct {
 	id   string
 	motd string
 	pid  int
+	// sandbox is the mode the plugin's session runs in.
+	sandbox string
 
 	mu     sync.Mutex
 	dead   bool            // the plugin went away: the session has exited
@@ -33,7 +35,10 @@ type session struct {
 type execSession struct{ *session }
 
 func (s *session) Motd() string { return s.motd }
-func (s *session) PID() int     { return s.pid }
+
+// SandboxMode is the sandbox mode the plugin reported for the session.
+func (s *session) SandboxMode() string { return s.sandbox }
+func (s *session) PID() int            { return s.pid }
 
 // gone records that the plugin no longer serves the session.
 func (s *session) gone() {

@@ -119,11 +119,13 @@ func (x *ConfigureResponse) GetType() string {
 }
 
 type SpawnRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	OwnerId       string                 `protobuf:"bytes,2,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
-	Cwd           string                 `protobuf:"bytes,3,opt,name=cwd,proto3" json:"cwd,omitempty"`
-	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	OwnerId   string                 `protobuf:"bytes,2,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
+	Cwd       string                 `protobuf:"bytes,3,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Name      string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	// The sandbox mode asked for; empty: the backend's own.
+	Sandbox       string `protobuf:"bytes,5,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -186,12 +188,21 @@ func (x *SpawnRequest) GetName() string {
 	return ""
 }
 
+func (x *SpawnRequest) GetSandbox() string {
+	if x != nil {
+		return x.Sandbox
+	}
+	return ""
+}
+
 type SpawnResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Motd  []byte                 `protobuf:"bytes,1,opt,name=motd,proto3" json:"motd,omitempty"`
 	Pid   int64                  `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"`
 	// The session implements terminal.Executor.
-	Executor      bool `protobuf:"varint,3,opt,name=executor,proto3" json:"executor,omitempty"`
+	Executor bool `protobuf:"varint,3,opt,name=executor,proto3" json:"executor,omitempty"`
+	// The sandbox mode the session runs in.
+	SandboxMode   string `protobuf:"bytes,4,opt,name=sandbox_mode,json=sandboxMode,proto3" json:"sandbox_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -245,6 +256,13 @@ func (x *SpawnResponse) GetExecutor() bool {
 		return x.Executor
 	}
 	return false
+}
+
+func (x *SpawnResponse) GetSandboxMode() string {
+	if x != nil {
+		return x.SandboxMode
+	}
+	return ""
 }
 
 type SessionRef struct {
@@ -1370,17 +1388,19 @@ const file_backend_proto_rawDesc = "" +
 	"\vconfig_json\x18\x01 \x01(\fR\n" +
 	"configJson\"'\n" +
 	"\x11ConfigureResponse\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\"n\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\"\x88\x01\n" +
 	"\fSpawnRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
 	"\bowner_id\x18\x02 \x01(\tR\aownerId\x12\x10\n" +
 	"\x03cwd\x18\x03 \x01(\tR\x03cwd\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04name\"Q\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\x18\n" +
+	"\asandbox\x18\x05 \x01(\tR\asandbox\"t\n" +
 	"\rSpawnResponse\x12\x12\n" +
 	"\x04motd\x18\x01 \x01(\fR\x04motd\x12\x10\n" +
 	"\x03pid\x18\x02 \x01(\x03R\x03pid\x12\x1a\n" +
-	"\bexecutor\x18\x03 \x01(\bR\bexecutor\"+\n" +
+	"\bexecutor\x18\x03 \x01(\bR\bexecutor\x12!\n" +
+	"\fsandbox_mode\x18\x04 \x01(\tR\vsandboxMode\"+\n" +
 	"\n" +
 	"SessionRef\x12\x1d\n" +
 	"\n" +
