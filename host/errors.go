@@ -24,6 +24,9 @@ var (
 	ErrDuplicateTool    = errors.New("host: tool already registered")
 	ErrInvalidArguments = errors.New("invalid arguments")
 	ErrToolPanic        = errors.New("host: tool panicked")
+	// ErrCheckFailed: a check added with Tools.AddCheck failed after a
+	// call, which is then an error result.
+	ErrCheckFailed = errors.New("host: a check after the call failed")
 )
 
 // kindError is an error with its own message that still matches a sentinel

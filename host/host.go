@@ -129,6 +129,25 @@ func safeApply(pctx *Context, s *Step) (err error) {
 // Plan returns the plan the host was started from.
 func (h *Host) Plan() *Plan { return h.plan }
 
+// Lookup returns the service a plugin of h provides under key in the root
+// realm: for fronts and test harnesses that reach a service from outside
+// every plugin (the invariants service, say). ErrNotInjected when no
+// plugin provides it.
+func Lookup[T any](h *Host, key string) (T, error) {
+	var zero T
+	h.mu.Lock()
+	svc, ok := h.services[serviceRef{key, ""}]
+	h.mu.Unlock()
+	if !ok {
+		return zero, errorf(ErrNotInjected, "no plugin provides %q in the root realm", key)
+	}
+	t, ok := svc.(T)
+	if !ok {
+		return zero, fmt.Errorf("host: service %q is %T, not %T", key, svc, zero)
+	}
+	return t, nil
+}
+
 // Tools returns the host's tools service (the one in the root realm).
 func (h *Host) Tools() *Tools { return h.tools }
 

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"fmt"
 	"log/slog"
@@ -93,6 +94,7 @@ type Tools struct {
 	logger *slog.Logger
 	mu     sync.RWMutex
 	tools  map[string]*registeredTool
+	checks map[*func(context.Context) error]struct{}
 }
 
 type registeredTool struct {
@@ -207,10 +209,55 @@ func (t *Tools) Call(ctx context.Context, owner *Owner, name string, args json.R
 		t.logger.Debug("ignored unknown argument keys", "tool", name, "keys", ignored)
 	}
 	text, err := t.run(ctx, rt, Call{Owner: owner, Args: args})
+	if cerr := t.check(ctx); cerr != nil {
+		t.logger.Error("a check failed after a tool call", "tool", name, "owner", owner.ID(), "err", cerr)
+		return errorResult(errorf(ErrCheckFailed, "%v", cerr))
+	}
 	if err != nil {
 		return errorResult(err)
 	}
 	return Result{Text: text}
+}
+
+// AddCheck runs check after every call from now on, until remove is
+// called. A check that fails turns the call's result into an error result
+// (ErrCheckFailed) with the check's message, and is logged: for runtime
+// invariants, which must fail loudly. Checks run one after another, in no
+// set order, on the caller's goroutine; they should be cheap.
+func (t *Tools) AddCheck(check func(ctx context.Context) error) (remove func()) {
+	key := &check
+	t.mu.Lock()
+	if t.checks == nil {
+		t.checks = make(map[*func(context.Context) error]struct{})
+	}
+	t.checks[key] = struct{}{}
+	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		delete(t.checks, key)
+		t.mu.Unlock()
+	}
+}
+
+// check runs the checks added with AddCheck.
+func (t *Tools) check(ctx context.Context) error {
+	t.mu.RLock()
+	if len(t.checks) == 0 {
+		t.mu.RUnlock()
+		return nil
+	}
+	checks := make([]func(context.Context) error, 0, len(t.checks))
+	for c := range t.checks {
+		checks = append(checks, *c)
+	}
+	t.mu.RUnlock()
+	var errs []error
+	for _, c := range checks {
+		if err := c(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (t *Tools) run(ctx context.Context, rt *registeredTool, call Call) (text string, err error) {

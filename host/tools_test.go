@@ -198,3 +198,29 @@ func TestKindErrorf(t *testing.T) {
 		t.Fatalf("KindErrorf gave %q (is %v)", err, errors.Is(err, ErrUnknownTool))
 	}
 }
+
+// A check added with AddCheck runs after every call; a failing one makes
+// the call an error result, and removing it ends that.
+func TestToolCheckAfterCall(t *testing.T) {
+	h, owner := newToolsHost(t)
+	runs := 0
+	remove := h.Tools().AddCheck(func(context.Context) error {
+		runs++
+		if runs == 2 {
+			return errors.New("state went wrong")
+		}
+		return nil
+	})
+	ctx := context.Background()
+	if res := h.Tools().Call(ctx, owner, "echo", json.RawMessage(`{"text":"a"}`)); res.IsError || res.Text != "agent:a" {
+		t.Fatalf("first call: %+v", res)
+	}
+	res := h.Tools().Call(ctx, owner, "echo", json.RawMessage(`{"text":"b"}`))
+	if !res.IsError || !errors.Is(res.Err, ErrCheckFailed) || res.Text != "state went wrong" {
+		t.Fatalf("second call: %+v", res)
+	}
+	remove()
+	if res := h.Tools().Call(ctx, owner, "echo", json.RawMessage(`{"text":"c"}`)); res.IsError || runs != 2 {
+		t.Fatalf("after remove: %+v, %d runs", res, runs)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/dshdev/dsh/deployments"
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/plugins/invariant"
 )
 
 // Exit statuses. A bad deployment or bad flags is the caller's mistake (2);
@@ -38,9 +40,12 @@ var version = ""
 type globals struct {
 	deployment string
 	logLevel   string
-	stdin      io.Reader
-	stdout     io.Writer
-	stderr     io.Writer
+	// checkInvariants loads the invariants service and the companions of
+	// the deployment's plugins.
+	checkInvariants bool
+	stdin           io.Reader
+	stdout          io.Writer
+	stderr          io.Writer
 }
 
 // run executes the CLI and returns the exit status. It never panics on bad
@@ -98,6 +103,7 @@ func newRootCommand(g *globals) *cobra.Command {
 	}
 	root.PersistentFlags().StringVarP(&g.deployment, "deployment", "d", "", "deployment YAML file (default: the embedded default.yaml)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
+	root.PersistentFlags().BoolVar(&g.checkInvariants, "check-invariants", false, "run the plugins' runtime invariants after every tool call and on close; a violation fails the call and is logged (also: DSH_CHECK_INVARIANTS=1)")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
 	})
@@ -130,6 +136,10 @@ func (g *globals) logger() (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level})), nil
 }
 
+// checkInvariantsEnv set to 1 turns --check-invariants on, for every dsh
+// a test suite starts.
+const checkInvariantsEnv = "DSH_CHECK_INVARIANTS"
+
 // readDeployment parses the --deployment file, or the embedded default.
 func (g *globals) readDeployment() (*host.Deployment, error) {
 	if g.deployment == "" {
@@ -151,6 +161,9 @@ func (g *globals) loadHost(ctx context.Context) (*host.Host, error) {
 	d, err := g.readDeployment()
 	if err != nil {
 		return nil, err
+	}
+	if g.checkInvariants || os.Getenv(checkInvariantsEnv) == "1" {
+		invariant.Augment(d, host.DefaultRegistry())
 	}
 	return host.Load(ctx, d, host.WithLogger(logger))
 }

@@ -18,6 +18,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// Every dsh these tests run, in process or as a child, checks the
+	// plugins' runtime invariants: a violation fails the call that saw it.
+	os.Setenv(checkInvariantsEnv, "1")
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)

@@ -7,6 +7,7 @@ package standard
 import (
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 
+	_ "github.com/dshdev/dsh/plugins/invariant"            // service "invariants"
 	_ "github.com/dshdev/dsh/plugins/terminal"             // service "terminals"
 	_ "github.com/dshdev/dsh/plugins/terminal-bash"        // backend type "shell"
 	_ "github.com/dshdev/dsh/plugins/tool-bash-persistent" // tool "bash"

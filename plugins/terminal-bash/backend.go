@@ -78,6 +78,7 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 		checked:   make(map[string]error),
 		sessions:  make(map[*session]struct{}),
 	}
+	liveBackends.Store(b, struct{}{})
 	return b, nil
 }
 
@@ -390,6 +391,7 @@ func (b *Backend) Close(ctx context.Context) error {
 		wg.Go(func() { errs[i] = s.Close(ctx, "terminal-bash backend unloaded") })
 	}
 	wg.Wait()
+	liveBackends.Delete(b)
 	return errors.Join(errs...)
 }
 

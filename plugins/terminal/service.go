@@ -64,6 +64,10 @@ type pendingSpawn struct {
 	settled chan struct{}
 }
 
+// testHookSkipOwnerCleanup breaks the service on purpose, for the test
+// that shows the invariants catch an owner's sessions left behind.
+var testHookSkipOwnerCleanup atomic.Bool
+
 // liveSessions counts the published sessions of every service in the
 // process, for metrics.
 var liveSessions atomic.Int64
@@ -184,7 +188,12 @@ func (s *Service) ownerLocked(owner *host.Owner) (*ownerState, error) {
 		return st, nil
 	}
 	st := &ownerState{owner: owner, pending: make(map[*pendingSpawn]struct{})}
-	remove, err := owner.Defer(func(ctx context.Context) error { return s.disposeOwner(ctx, st) })
+	remove, err := owner.Defer(func(ctx context.Context) error {
+		if testHookSkipOwnerCleanup.Load() {
+			return nil
+		}
+		return s.disposeOwner(ctx, st)
+	})
 	if err != nil {
 		// The owner started closing after the Live check above.
 		return nil, errOwnerNotLive(owner)

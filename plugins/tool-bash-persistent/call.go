@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dshdev/dsh/host"
@@ -266,8 +267,23 @@ func (r *run) ensureShell() error {
 	if err != nil {
 		return fmt.Errorf("bash: %w", err)
 	}
-	r.st.shellID = info.ID
+	r.setShell(info.ID)
 	return nil
+}
+
+// setShell records the owner's shell, also where the invariants look
+// (under the plugin's lock): a shell is recorded there only once the
+// terminals service lists it, and forgotten there before it is closed.
+func (r *run) setShell(id string) {
+	r.p.mu.Lock()
+	if old := r.st.listed; old != "" && old != id {
+		if r.st.retired == nil {
+			r.st.retired = make(map[string]bool)
+		}
+		r.st.retired[old] = true
+	}
+	r.st.shellID, r.st.listed = id, id
+	r.p.mu.Unlock()
 }
 
 // remaining is the call's time left, or limit when that is shorter.
@@ -445,6 +461,11 @@ func (r *run) sendFailed(err error) (string, error) {
 	return "", fmt.Errorf("bash: %w", err)
 }
 
+// testHookKeepShellOnReset breaks the tool on purpose, for the test that
+// shows the invariants catch it: a reset closes the shell but the tool
+// keeps holding it.
+var testHookKeepShellOnReset atomic.Bool
+
 // reset closes the owner's shell; the next call starts a fresh one.
 func (r *run) reset(reason string) {
 	id := r.st.shellID
@@ -452,7 +473,9 @@ func (r *run) reset(reason string) {
 		return
 	}
 	stats.resets.Add(1)
-	r.st.shellID = ""
+	if !testHookKeepShellOnReset.Load() {
+		r.setShell("")
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), killBound)
 	defer cancel()
 	if _, err := r.terms().Kill(ctx, r.owner(), id, reason); err != nil && !errors.Is(err, terminal.ErrNoSession) {
@@ -470,7 +493,7 @@ func (r *run) resetInBackground(reason string) {
 		return
 	}
 	stats.resets.Add(1)
-	r.st.shellID = ""
+	r.setShell("")
 	done := make(chan struct{})
 	r.st.closing = done
 	// Counted with the calls, so an unload waits for it.

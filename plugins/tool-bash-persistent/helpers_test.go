@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/plugins/invariant"
 	_ "github.com/dshdev/dsh/plugins/terminal"
 	_ "github.com/dshdev/dsh/plugins/terminal-bash"
 	bashtool "github.com/dshdev/dsh/plugins/tool-bash-persistent"
@@ -26,7 +27,8 @@ import (
 // harness is a real host with the terminal service, the bash backend and
 // the tool, as the default deployment wires them.
 type harness struct {
-	h *host.Host
+	h   *host.Host
+	inv *invariant.Service
 }
 
 // externalBackend names a backend executable (cmd/dsh-backend-bash) to run
@@ -69,18 +71,30 @@ func newHarness(t testing.TB, toolConfig string, backendConfig string) *harness 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The suite runs with the runtime invariants on: a violation fails the
+	// call that saw it, and the test.
+	invariant.Augment(d, host.DefaultRegistry())
 	// Warnings (a panic's stack, a failed close) go to the test's stderr.
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	h, err := host.Load(context.Background(), d, host.WithLogger(logger))
 	if err != nil {
 		t.Fatal(err)
 	}
+	inv, err := host.Lookup[*invariant.Service](h, invariant.ServiceKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, v := range inv.TakeViolations() {
+			t.Errorf("%v", v)
+		}
+	})
 	t.Cleanup(func() {
 		if err := h.Close(context.Background()); err != nil {
 			t.Errorf("host close: %v", err)
 		}
 	})
-	return &harness{h: h}
+	return &harness{h: h, inv: inv}
 }
 
 func (hs *harness) owner(t testing.TB, id string) *host.Owner {

@@ -67,6 +67,10 @@ type ownerState struct {
 	queue  fifo
 
 	shellID string // "" when the owner has no shell
+	// listed is shellID for the invariants, and retired the shells the
+	// owner had before; both guarded by plugin.mu.
+	listed  string
+	retired map[string]bool
 	// closing is closed once the shell a timeout reset in the background
 	// is gone; nil when there is none.
 	closing chan struct{}
@@ -103,6 +107,8 @@ func apply(pctx *host.Context, cfg *Config) error {
 		logger:   pctx.Logger(),
 		owners:   make(map[*host.Owner]*ownerState),
 	}
+	liveTools.Store(p, struct{}{})
+	pctx.Defer(func(context.Context) error { liveTools.Delete(p); return nil })
 	tool, err := host.NewTool(ToolName, cfg.Description, p.call)
 	if err != nil {
 		return err

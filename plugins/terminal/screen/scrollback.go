@@ -399,3 +399,28 @@ func keepTail[T string | []byte](b T, n int) T {
 	}
 	return b[i:]
 }
+
+// Check reports whether the scrollback keeps its own rules: its counts of
+// lines and bytes are those of the lines it holds, and they stay within
+// its bounds. For runtime invariants; nil when all hold.
+func (s *Scrollback) Check() error {
+	lines, bytes := 0, 0
+	for _, c := range s.chunks {
+		if c.first > len(c.ends) {
+			return fmt.Errorf("scrollback: a chunk dropped %d of its %d lines", c.first, len(c.ends))
+		}
+		lines += len(c.ends) - c.first
+		if len(c.ends) > c.first {
+			bytes += c.end(len(c.ends)-1) - c.lineStart(c.first)
+		}
+	}
+	switch {
+	case lines != s.lines || bytes != s.bytes:
+		return fmt.Errorf("scrollback: counts %d lines and %d bytes, holds %d and %d", s.lines, s.bytes, lines, bytes)
+	case s.lines > s.maxLines:
+		return fmt.Errorf("scrollback: holds %d lines, bound %d", s.lines, s.maxLines)
+	case s.Bytes() > s.maxBytes:
+		return fmt.Errorf("scrollback: holds %d bytes, bound %d", s.Bytes(), s.maxBytes)
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+//go:build linux
+
+package terminalbash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/plugins/invariant"
+)
+
+// invariantPackage names this package's invariants.
+const invariantPackage = "github.com/dshdev/dsh/plugins/terminal-bash"
+
+func init() {
+	host.Register(host.Plugin{
+		Name:    PluginName + invariant.CompanionSuffix,
+		Summary: "runtime invariants of the shell backend: of every backend this process runs",
+		Inject:  []string{invariant.ServiceKey},
+		Apply: func(pctx *host.Context, _ any) error {
+			return invariant.Install(pctx, invariantPackage, Invariants()...)
+		},
+	})
+}
+
+// liveBackends are the backends of this process that are not closed: the
+// invariants look at their sessions.
+var liveBackends sync.Map // *Backend → struct{}
+
+// reapBound is how long a session may show a running shell that is gone:
+// the reaper learns of the exit through a pidfd at once, so this only
+// tells a lost exit from a slow machine.
+var reapBound = 10 * time.Second
+
+// Invariants are the backend's runtime invariants, over every backend of
+// this process (the terminal-bash-invariant plugin installs them).
+func Invariants() []invariant.Check {
+	var mu sync.Mutex
+	exited := make(map[*session]bool) // sessions seen exited
+	return []invariant.Check{
+		{Name: "scrollback-within-bounds", Run: func(context.Context) error {
+			return eachSession(func(s *session) error {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				if err := s.scroll.Check(); err != nil {
+					return fmt.Errorf("session %s: %w", s.id, err)
+				}
+				return nil
+			})
+		}},
+		{Name: "running-shells-exist", Run: func(ctx context.Context) error {
+			return eachSession(func(s *session) error { return s.checkShellExists(ctx) })
+		}},
+		{Name: "exited-stays-exited", Run: func(context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return eachSession(func(s *session) error {
+				s.mu.Lock()
+				st := s.status
+				s.mu.Unlock()
+				if exited[s] && !st.Exited {
+					return fmt.Errorf("session %s reported its shell exited, and now running", s.id)
+				}
+				if st.Exited {
+					exited[s] = true
+				}
+				return nil
+			})
+		}},
+	}
+}
+
+// eachSession runs check on every session of every live backend.
+func eachSession(check func(*session) error) error {
+	var errs []error
+	liveBackends.Range(func(k, _ any) bool {
+		for _, s := range k.(*Backend).live() {
+			if err := check(s); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return true
+	})
+	return errors.Join(errs...)
+}
+
+// checkShellExists: a session that says its shell runs has a shell. A
+// shell that is gone while the session still says running is one whose
+// exit the reaper has not processed yet; it must within reapBound.
+func (s *session) checkShellExists(ctx context.Context) error {
+	s.mu.Lock()
+	running := !s.status.Exited && !s.closing && !s.closed
+	s.mu.Unlock()
+	if !running || s.target.Shell.Alive() {
+		return nil
+	}
+	t := time.NewTimer(reapBound)
+	defer t.Stop()
+	select {
+	case <-s.waitDone:
+		return nil
+	case <-ctx.Done():
+		return nil
+	case <-t.C:
+		return fmt.Errorf("session %s says its shell %d runs, but it has been gone for %v", s.id, s.pid, reapBound)
+	}
+}

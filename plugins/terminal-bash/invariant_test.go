@@ -1,0 +1,70 @@
+//go:build linux
+
+package terminalbash
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dshdev/dsh/internal/proc"
+	"github.com/dshdev/dsh/plugins/invariant"
+	"github.com/dshdev/dsh/plugins/terminal"
+)
+
+func checkAll(checks []invariant.Check) error {
+	var errs []error
+	for _, c := range checks {
+		if err := c.Run(context.Background()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// The invariants hold for ordinary sessions, and catch a session that
+// says its shell runs when the shell is gone, and one whose status goes
+// from exited back to running.
+func TestInvariantsCatchTheirViolations(t *testing.T) {
+	checks := Invariants()
+	b := newTestBackend(t, nil)
+	s := spawn(t, b, "")
+	mustExec(t, s, "seq 1 1000 >/dev/null; echo ok")
+	if err := checkAll(checks); err != nil {
+		t.Fatalf("healthy sessions: %v", err)
+	}
+
+	// A shell identity that names no live process, on a running session
+	// whose reaper (of the real shell) has nothing to report.
+	restore := reapBound
+	reapBound = 10 * time.Millisecond
+	defer func() { reapBound = restore }()
+	real := s.target.Shell
+	s.target.Shell = proc.Identity{PID: real.PID, StartTime: real.StartTime + 1}
+	err := checkAll(checks)
+	s.target.Shell = real
+	if err == nil || !strings.Contains(err.Error(), "says its shell") {
+		t.Fatalf("a vanished shell was not caught: %v", err)
+	}
+
+	other := spawn(t, b, "")
+	if _, res := execute(t, other, "exit 4"); res.Reason != terminal.WaitSessionExit {
+		t.Fatalf("exit settled %s", res.Reason)
+	}
+	if err := checkAll(checks); err != nil {
+		t.Fatalf("an exited session: %v", err)
+	}
+	other.mu.Lock()
+	saved := other.status
+	other.status = terminal.Running
+	other.mu.Unlock()
+	err = checkAll(checks)
+	other.mu.Lock()
+	other.status = saved
+	other.mu.Unlock()
+	if err == nil || !strings.Contains(err.Error(), "reported its shell exited, and now running") {
+		t.Fatalf("a status that came back was not caught: %v", err)
+	}
+}

@@ -1,0 +1,27 @@
+package bashtool
+
+import "github.com/dshdev/dsh/host"
+
+// KeepShellOnReset breaks the tool until restore is called: a reset closes
+// the owner's shell and the tool goes on holding it.
+func KeepShellOnReset() (restore func()) {
+	testHookKeepShellOnReset.Store(true)
+	return func() { testHookKeepShellOnReset.Store(false) }
+}
+
+// ReadoptRetiredShell makes owner's current shell one the tool let go
+// before, as a broken reset would.
+func ReadoptRetiredShell(owner *host.Owner) {
+	liveTools.Range(func(k, _ any) bool {
+		p := k.(*plugin)
+		p.mu.Lock()
+		if st := p.owners[owner]; st != nil && st.listed != "" {
+			if st.retired == nil {
+				st.retired = make(map[string]bool)
+			}
+			st.retired[st.listed] = true
+		}
+		p.mu.Unlock()
+		return true
+	})
+}
