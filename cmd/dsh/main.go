@@ -1,19 +1,12 @@
 // Command dsh runs the dsh plugin host: it loads a deployment of plugins and
-// puts their tools in front of agents (MCP), people (REPL) and scripts.
+// puts their tools in front of agents (MCP), people (REPL) and scripts. It
+// is the command line of package dshcmd with the plugins that ship with
+// dsh; a binary with plugins of its own is the same three lines.
 package main
 
 import (
-	"fmt"
-	"os"
-
-	"github.com/dshdev/dsh/internal/harden"
+	dshcmd "github.com/dshdev/dsh/cmd"
 	_ "github.com/dshdev/dsh/plugins/standard"
 )
 
-func main() {
-	if err := harden.NotDumpable(); err != nil {
-		fmt.Fprintln(os.Stderr, "dsh:", err)
-		os.Exit(1)
-	}
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-}
+func main() { dshcmd.Main() }

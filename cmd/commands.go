@@ -1,4 +1,6 @@
-package main
+//go:build linux
+
+package dshcmd
 
 import (
 	"context"
@@ -16,10 +18,6 @@ import (
 
 	"github.com/dshdev/dsh/host"
 )
-
-func init() {
-	commands = append(commands, checkCommand, toolsCommand, callCommand, versionCommand)
-}
 
 func checkCommand(g *globals) *cobra.Command {
 	var showConfig bool

@@ -1,4 +1,6 @@
-package main
+//go:build linux
+
+package dshcmd
 
 import (
 	"bytes"
@@ -186,7 +188,7 @@ func TestNonLinuxBuildSaysWhy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-compiles")
 	}
-	cmd := exec.Command("go", "build", "-o", os.DevNull, ".")
+	cmd := exec.Command("go", "build", "-o", os.DevNull, "./dsh")
 	cmd.Env = append(os.Environ(), "GOOS=darwin", "GOARCH=arm64")
 	out, err := cmd.CombinedOutput()
 	if err == nil {

@@ -1,4 +1,6 @@
-package main
+//go:build linux
+
+package dshcmd
 
 import (
 	"context"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/dshdev/dsh/deployments"
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/internal/harden"
 	"github.com/dshdev/dsh/plugins/invariant"
 )
 
@@ -46,6 +49,18 @@ type globals struct {
 	stdin           io.Reader
 	stdout          io.Writer
 	stderr          io.Writer
+}
+
+// Main runs the command line of os.Args with the plugins linked into the
+// binary, and exits with its status. It first makes the process
+// non-dumpable: the shells it starts must not read its memory or
+// environment through /proc.
+func Main() {
+	if err := harden.NotDumpable(); err != nil {
+		fmt.Fprintln(os.Stderr, "dsh:", err)
+		os.Exit(1)
+	}
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run executes the CLI and returns the exit status. It never panics on bad
@@ -108,7 +123,9 @@ func newRootCommand(g *globals) *cobra.Command {
 		return usageError{fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
-	for _, c := range commands {
+	for _, c := range []func(*globals) *cobra.Command{
+		serveCommand, replCommand, checkCommand, toolsCommand, callCommand, versionCommand,
+	} {
 		root.AddCommand(c(g))
 	}
 	return root
@@ -123,10 +140,6 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 		return nil
 	}
 }
-
-// commands are added by the files that define them, so each command lives
-// in its own file.
-var commands []func(*globals) *cobra.Command
 
 func (g *globals) logger() (*slog.Logger, error) {
 	var level slog.Level

@@ -1,4 +1,6 @@
-package main
+//go:build linux
+
+package dshcmd
 
 import (
 	"context"
@@ -15,6 +17,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dshdev/dsh/host"
+
+	// The plugins that ship with dsh, as cmd/dsh links them.
+	_ "github.com/dshdev/dsh/plugins/standard"
 )
 
 func TestMain(m *testing.M) {

@@ -1,4 +1,6 @@
-package main
+//go:build linux
+
+package dshcmd
 
 // End-to-end tests: the real dsh binary, its embedded default deployment and
 // the real bash tool, driven by real MCP clients over stdio and HTTP and by
@@ -45,7 +47,7 @@ func dshBinary(t testing.TB) string {
 			return
 		}
 		built.path = filepath.Join(built.dir, "dsh")
-		out, err := exec.Command("go", "build", "-o", built.path, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", built.path, "./dsh").CombinedOutput()
 		if err != nil {
 			built.err = fmt.Errorf("go build: %w\n%s", err, out)
 			return
@@ -706,7 +708,7 @@ func TestShellsCannotReadDsh(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "dsh-backend-bash"), "../dsh-backend-bash").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "dsh-backend-bash"), "./dsh-backend-bash").CombinedOutput(); err != nil {
 		t.Fatalf("build dsh-backend-bash: %v\n%s", err, out)
 	}
 	const secret = "s3cr3t-only-dsh-knows"

@@ -1,4 +1,6 @@
-package main
+//go:build linux
+
+package dshcmd
 
 import (
 	"context"
@@ -20,10 +22,6 @@ import (
 
 	"github.com/dshdev/dsh/internal/mcpfront"
 )
-
-func init() {
-	commands = append(commands, serveCommand, replCommand)
-}
 
 // shutdownTimeout bounds closing every owner, shell and plugin once serve or
 // repl has been told to stop.
