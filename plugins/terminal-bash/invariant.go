@@ -49,6 +49,10 @@ func Invariants() []invariant.Check {
 				if err := s.scroll.Check(); err != nil {
 					return fmt.Errorf("session %s: %w", s.id, err)
 				}
+				// A partial line counts as one more.
+				if n, b := s.scroll.TotalLines(), s.scroll.Bytes(); n > s.cfg.scrollLines+1 || b > s.cfg.scrollBytes {
+					return fmt.Errorf("session %s: scrollback holds %d lines and %d bytes; the config allows %d and %d", s.id, n, b, s.cfg.scrollLines, s.cfg.scrollBytes)
+				}
 				return nil
 			})
 		}},

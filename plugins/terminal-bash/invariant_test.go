@@ -31,9 +31,22 @@ func TestInvariantsCatchTheirViolations(t *testing.T) {
 	checks := Invariants()
 	b := newTestBackend(t, nil)
 	s := spawn(t, b, "")
-	mustExec(t, s, "seq 1 1000 >/dev/null; echo ok")
+	mustExec(t, s, "seq 1 50")
 	if err := checkAll(checks); err != nil {
 		t.Fatalf("healthy sessions: %v", err)
+	}
+
+	// A scrollback past the bounds its session was configured with.
+	s.mu.Lock()
+	cfg := s.cfg
+	s.cfg.scrollLines = 10
+	s.mu.Unlock()
+	err := checkAll(checks)
+	s.mu.Lock()
+	s.cfg = cfg
+	s.mu.Unlock()
+	if err == nil || !strings.Contains(err.Error(), "the config allows 10 and") {
+		t.Fatalf("an oversized scrollback was not caught: %v", err)
 	}
 
 	// A shell identity that names no live process, on a running session
@@ -43,7 +56,7 @@ func TestInvariantsCatchTheirViolations(t *testing.T) {
 	defer func() { reapBound = restore }()
 	real := s.target.Shell
 	s.target.Shell = proc.Identity{PID: real.PID, StartTime: real.StartTime + 1}
-	err := checkAll(checks)
+	err = checkAll(checks)
 	s.target.Shell = real
 	if err == nil || !strings.Contains(err.Error(), "says its shell") {
 		t.Fatalf("a vanished shell was not caught: %v", err)

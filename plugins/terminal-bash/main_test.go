@@ -45,11 +45,20 @@ func newTestBackend(t testing.TB, edit func(*Config)) *Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checks := Invariants()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 		defer cancel()
 		if err := b.Close(ctx); err != nil {
 			t.Errorf("backend close: %v", err)
+		}
+	})
+	// The runtime invariants hold at every test's end, before the close.
+	t.Cleanup(func() {
+		for _, c := range checks {
+			if err := c.Run(context.Background()); err != nil {
+				t.Errorf("invariant %s: %v", c.Name, err)
+			}
 		}
 	})
 	return b

@@ -78,3 +78,18 @@ func TestCompanionInstallsTheChecks(t *testing.T) {
 		t.Errorf("packages %q", got)
 	}
 }
+
+// An id that comes back naming another session is caught.
+func TestInvariantsCatchAnIDPublishedTwice(t *testing.T) {
+	h := newHost(t)
+	svc := newService(t, &stubBackend{typ: "shell"})
+	checks := svc.Invariants()
+	info := mustSpawn(t, svc, newOwner(t, h, "agent"), "shell", "")
+	if err := runChecks(t, checks); err != nil {
+		t.Fatal(err)
+	}
+	terminal.RepublishID(svc, info.ID)
+	if err := runChecks(t, checks); err == nil || !strings.Contains(err.Error(), "session id "+info.ID+" was published twice") {
+		t.Fatalf("not caught: %v", err)
+	}
+}

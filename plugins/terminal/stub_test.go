@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -278,6 +279,16 @@ func newService(t *testing.T, backends ...terminal.Backend) *terminal.Service {
 		}
 	}
 	t.Cleanup(func() { _ = svc.Close(context.Background()) })
+	// The runtime invariants hold at every test's end, before the close;
+	// the tests of the invariants themselves leave violations behind.
+	checks := svc.Invariants()
+	t.Cleanup(func() {
+		for _, c := range checks {
+			if err := c.Run(context.Background()); err != nil && !strings.Contains(t.Name(), "Invariants") {
+				t.Errorf("invariant %s: %v", c.Name, err)
+			}
+		}
+	})
 	return svc
 }
 
