@@ -171,6 +171,19 @@
 // an old kernel), the tracker works alone and a process that leaves bash's
 // session before a refresh sees it escapes.
 //
+// # Sandbox
+//
+// With the sandbox config (or a spawn's SpawnSpec.Sandbox) the shell starts
+// confined by the kernel: internal/sandbox re-executes this binary as a
+// helper that restricts its own thread with Landlock (writes only below
+// the workspace, the session's TMPDIR in the control directory, and the
+// configured directories; from ABI 6 no signal or abstract socket outside
+// the session) and executes bash, in a user namespace of its own and, with
+// network false, a network namespace with only loopback. bash keeps the
+// pid the backend saw at fork, so the proofs, the tracker and the cgroup
+// work as without it. A setting the kernel cannot enforce fails the load,
+// or the spawn that asks for it.
+//
 // # Decisions
 //
 //   - No line editor: the terminal's line discipline hands bash a typed
