@@ -117,19 +117,19 @@ func printPlan(g *globals, plan *host.Plan, tools []host.ToolInfo) {
 	fmt.Fprintln(w, "ok")
 }
 
-func keysWithRealm(s *host.Step, keys []string) string {
+func keysWithRealm(s *host.Step, keys []host.Key) string {
 	out := make([]string, len(keys))
 	for i, k := range keys {
-		out[i] = k + realmSuffix(s.Realm(k))
+		out[i] = string(k) + realmSuffix(s.Realm(k))
 	}
 	return strings.Join(out, ", ")
 }
 
 func realmSuffix(r host.Realm) string {
-	if r == "" {
+	if r.IsRoot() {
 		return ""
 	}
-	return "[" + r + "]"
+	return "[" + r.String() + "]"
 }
 
 func toolsCommand(g *globals) *cobra.Command {

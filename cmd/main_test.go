@@ -36,7 +36,7 @@ func init() {
 	// Registered from a test file: part of the test binary only.
 	host.Register(host.Plugin{
 		Name:   "clitest",
-		Inject: []string{host.ToolsKey},
+		Inject: []host.Key{host.ToolsKey},
 		Config: func() any { return &clitestConfig{Greeting: "hello", Repeat: 1} },
 		Apply: host.Typed(func(pctx *host.Context, cfg *clitestConfig) error {
 			tool, err := host.NewTool("greet", "Greet someone.", func(_ context.Context, o *host.Owner, a greetArgs) (string, error) {

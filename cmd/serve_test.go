@@ -68,7 +68,7 @@ func init() {
 	// the test binary only.
 	host.Register(host.Plugin{
 		Name:   "fakebash",
-		Inject: []string{host.ToolsKey},
+		Inject: []host.Key{host.ToolsKey},
 		Apply: func(pctx *host.Context, _ any) error {
 			tools, err := host.Service[*host.Tools](pctx, host.ToolsKey)
 			if err != nil {

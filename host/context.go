@@ -20,8 +20,8 @@ type Context struct {
 	logger   *slog.Logger
 
 	mu       sync.Mutex
-	services map[string]any // injected services, resolved before Apply
-	provided map[string]bool
+	services map[Key]any // injected services, resolved before Apply
+	provided map[Key]bool
 	cleanups []func(context.Context) error
 	unloaded bool
 }
@@ -45,7 +45,7 @@ func (c *Context) Lifetime() context.Context { return c.lifetime }
 
 // Provide registers svc under key in the plugin's realm for that key. The
 // key must be one the plugin declared in Provides.
-func (c *Context) Provide(key string, svc any) error {
+func (c *Context) Provide(key Key, svc any) error {
 	if !slices.Contains(c.step.Plugin.Provides, key) {
 		return fmt.Errorf("host: plugin %s provides %q without declaring it in Provides", c.PluginName(), key)
 	}
@@ -83,7 +83,7 @@ func (c *Context) Defer(cleanup func(ctx context.Context) error) {
 
 // Service returns the injected service key, typed. It fails for a key the
 // plugin did not declare in Inject, or for a service of another type.
-func Service[T any](c *Context, key string) (T, error) {
+func Service[T any](c *Context, key Key) (T, error) {
 	var zero T
 	c.mu.Lock()
 	svc, ok := c.services[key]

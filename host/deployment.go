@@ -34,7 +34,7 @@ type Entry struct {
 	Disabled bool
 	// Isolate maps a service key to its realm label: "" for a private realm
 	// (isolate: {key: true}), otherwise a label shared by every group using it.
-	Isolate map[string]string
+	Isolate map[Key]string
 	// Children are a group's entries.
 	Children []*Entry
 	// Line is where the entry starts in Source.
@@ -208,11 +208,11 @@ func (p *parser) str(n *yaml.Node, entry, field string) (string, error) {
 	return n.Value, nil
 }
 
-func (p *parser) isolate(n *yaml.Node, entry string) (map[string]string, error) {
+func (p *parser) isolate(n *yaml.Node, entry string) (map[Key]string, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, p.errorf(n, entry, "isolate must map service keys to true or a realm label, got %s", kindName(n))
 	}
-	out := make(map[string]string)
+	out := make(map[Key]string)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if v.Kind != yaml.ScalarNode {
@@ -225,13 +225,13 @@ func (p *parser) isolate(n *yaml.Node, entry string) (map[string]string, error) 
 				return nil, p.errorf(v, entry, "isolate.%s: %v", k.Value, err)
 			}
 			if b {
-				out[k.Value] = ""
+				out[Key(k.Value)] = ""
 			}
 		case "!!str":
 			if v.Value == "" {
 				return nil, p.errorf(v, entry, "isolate.%s: realm label must be non-empty", k.Value)
 			}
-			out[k.Value] = v.Value
+			out[Key(k.Value)] = v.Value
 		default:
 			return nil, p.errorf(v, entry, "isolate.%s must be true, false or a realm label, got %s", k.Value, kindName(v))
 		}

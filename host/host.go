@@ -68,7 +68,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Host, error) {
 		closed:   make(chan struct{}),
 	}
 	h.tools = newTools(o.logger.With("service", ToolsKey))
-	h.services[serviceRef{ToolsKey, ""}] = h.tools
+	h.services[serviceRef{ToolsKey, Realm{}}] = h.tools
 	for _, s := range plan.Steps {
 		if err := h.apply(ctx, s); err != nil {
 			if cerr := h.unloadAll(context.WithoutCancel(ctx)); cerr != nil {
@@ -89,8 +89,8 @@ func (h *Host) apply(ctx context.Context, s *Step) error {
 		lifetime: lifetime,
 		cancel:   cancel,
 		logger:   h.logger.With("entry", s.Entry.Path, "plugin", s.Plugin.Name),
-		services: make(map[string]any, len(s.Plugin.Inject)),
-		provided: make(map[string]bool),
+		services: make(map[Key]any, len(s.Plugin.Inject)),
+		provided: make(map[Key]bool),
 	}
 	h.mu.Lock()
 	for _, key := range s.Plugin.Inject {
@@ -133,10 +133,10 @@ func (h *Host) Plan() *Plan { return h.plan }
 // realm: for fronts and test harnesses that reach a service from outside
 // every plugin (the invariants service, say). ErrNotInjected when no
 // plugin provides it.
-func Lookup[T any](h *Host, key string) (T, error) {
+func Lookup[T any](h *Host, key Key) (T, error) {
 	var zero T
 	h.mu.Lock()
-	svc, ok := h.services[serviceRef{key, ""}]
+	svc, ok := h.services[serviceRef{key, Realm{}}]
 	h.mu.Unlock()
 	if !ok {
 		return zero, errorf(ErrNotInjected, "no plugin provides %q in the root realm", key)

@@ -489,7 +489,7 @@ func TestServiceLookupIsLimitedToInjectedKeys(t *testing.T) {
 		_, lookupErr = Service[*service](pctx, "alpha")
 		return nil
 	}})
-	reg.Register(Plugin{Name: "wrongtype", Inject: []string{"alpha"}, Apply: func(pctx *Context, _ any) error {
+	reg.Register(Plugin{Name: "wrongtype", Inject: []Key{"alpha"}, Apply: func(pctx *Context, _ any) error {
 		_, err := Service[*Tools](pctx, "alpha")
 		return err
 	}})
@@ -517,7 +517,7 @@ func TestRegisterPanicsOnProgrammerErrors(t *testing.T) {
 		{"reserved name", Plugin{Name: "group", Apply: apply}},
 		{"no apply", Plugin{Name: "x"}},
 		{"nil config", Plugin{Name: "x", Apply: apply, Config: func() any { return nil }}},
-		{"injects what it provides", Plugin{Name: "x", Apply: apply, Provides: []string{"k"}, Inject: []string{"k"}}},
+		{"injects what it provides", Plugin{Name: "x", Apply: apply, Provides: []Key{"k"}, Inject: []Key{"k"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

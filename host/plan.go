@@ -8,14 +8,34 @@ import (
 	"strings"
 )
 
-// Realm names a service namespace. The root realm is "". A group with
-// `isolate: {key: true}` gets the private realm "#<group path>" for that key;
-// `isolate: {key: label}` selects the realm "@<label>", shared by every group
-// that names the same label.
-type Realm = string
+// Realm names a service namespace. The zero Realm is the root. A group
+// with `isolate: {key: true}` gets a private realm for that key, named by
+// the group's path; `isolate: {key: label}` selects the realm of that
+// label, shared by every group that names it.
+type Realm struct {
+	// Group is the path of the group whose private realm this is.
+	Group string
+	// Label names a shared realm.
+	Label string
+}
+
+// IsRoot reports whether r is the root realm.
+func (r Realm) IsRoot() bool { return r == Realm{} }
+
+// String is "" for the root, "#<group path>" for a group's private realm and
+// "@<label>" for a shared one.
+func (r Realm) String() string {
+	switch {
+	case r.Group != "":
+		return "#" + r.Group
+	case r.Label != "":
+		return "@" + r.Label
+	}
+	return ""
+}
 
 // builtinProviders are the services the host itself offers, in the root realm.
-var builtinProviders = []string{ToolsKey}
+var builtinProviders = []Key{ToolsKey}
 
 // Plan is a deployment resolved against a registry: the enabled plugin
 // entries in load order, each with its decoded, validated config and its
@@ -32,17 +52,17 @@ type Step struct {
 	Config any
 	// Deps maps each injected key to the step providing it; nil means the
 	// host provides it.
-	Deps map[string]*Step
+	Deps map[Key]*Step
 
-	scope map[string]Realm // the entry's realm for every isolated key
-	order int              // position in the document, for stable ordering
+	scope map[Key]Realm // the entry's realm for every isolated key
+	order int           // position in the document, for stable ordering
 }
 
 // Realm returns the realm in which the step looks up or provides key.
-func (s *Step) Realm(key string) Realm { return s.scope[key] }
+func (s *Step) Realm(key Key) Realm { return s.scope[key] }
 
 type serviceRef struct {
-	key   string
+	key   Key
 	realm Realm
 }
 
@@ -55,9 +75,9 @@ func Resolve(d *Deployment, reg *Registry) (*Plan, error) {
 	}
 	r := &resolver{d: d, reg: reg, providers: make(map[serviceRef]*Step)}
 	for _, key := range builtinProviders {
-		r.providers[serviceRef{key, ""}] = nil
+		r.providers[serviceRef{key, Realm{}}] = nil
 	}
-	if err := r.collect(d.Entries, map[string]Realm{}); err != nil {
+	if err := r.collect(d.Entries, map[Key]Realm{}); err != nil {
 		return nil, err
 	}
 	if err := r.wire(); err != nil {
@@ -81,7 +101,7 @@ func (r *resolver) fail(e *Entry, plugin string, err error) error {
 	return &DeploymentError{File: r.d.Source, Line: e.Line, Entry: e.Path, Plugin: plugin, Err: err}
 }
 
-func (r *resolver) collect(entries []*Entry, scope map[string]Realm) error {
+func (r *resolver) collect(entries []*Entry, scope map[Key]Realm) error {
 	for _, e := range entries {
 		if e.Disabled {
 			continue
@@ -89,15 +109,15 @@ func (r *resolver) collect(entries []*Entry, scope map[string]Realm) error {
 		if e.IsGroup() {
 			inner := scope
 			if len(e.Isolate) > 0 {
-				inner = make(map[string]Realm, len(scope)+len(e.Isolate))
+				inner = make(map[Key]Realm, len(scope)+len(e.Isolate))
 				for k, v := range scope {
 					inner[k] = v
 				}
 				for key, label := range e.Isolate {
 					if label == "" {
-						inner[key] = "#" + e.Path
+						inner[key] = Realm{Group: e.Path}
 					} else {
-						inner[key] = "@" + label
+						inner[key] = Realm{Label: label}
 					}
 				}
 			}
@@ -114,7 +134,7 @@ func (r *resolver) collect(entries []*Entry, scope map[string]Realm) error {
 		if err != nil {
 			return err
 		}
-		s := &Step{Entry: e, Plugin: p, Config: cfg, Deps: make(map[string]*Step), scope: scope, order: len(r.steps)}
+		s := &Step{Entry: e, Plugin: p, Config: cfg, Deps: make(map[Key]*Step), scope: scope, order: len(r.steps)}
 		for _, key := range p.Provides {
 			ref := serviceRef{key, s.Realm(key)}
 			prev, taken := r.providers[ref]
@@ -214,13 +234,12 @@ func (r *resolver) config(e *Entry, p Plugin) (any, error) {
 
 func realmNote(realm Realm) string {
 	switch {
-	case realm == "":
-		return ""
-	case realm[0] == '#':
-		return fmt.Sprintf(" in the realm isolated by group %q", realm[1:])
-	default:
-		return fmt.Sprintf(" in the realm labelled %q", realm[1:])
+	case realm.Group != "":
+		return fmt.Sprintf(" in the realm isolated by group %q", realm.Group)
+	case realm.Label != "":
+		return fmt.Sprintf(" in the realm labelled %q", realm.Label)
 	}
+	return ""
 }
 
 func (r *resolver) wire() error {
@@ -291,7 +310,7 @@ func (r *resolver) cycleError(pending map[*Step]int) error {
 	}
 	index := make(map[*Step]int)
 	var path []*Step
-	var keys []string
+	var keys []Key
 	for s := start; ; {
 		if i, ok := index[s]; ok {
 			path, keys = path[i:], keys[i:]
@@ -300,7 +319,7 @@ func (r *resolver) cycleError(pending map[*Step]int) error {
 		index[s] = len(path)
 		path = append(path, s)
 		// Follow the first (sorted) dependency that is itself blocked.
-		deps := make([]string, 0, len(s.Deps))
+		deps := make([]Key, 0, len(s.Deps))
 		for k := range s.Deps {
 			deps = append(deps, k)
 		}

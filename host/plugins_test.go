@@ -61,10 +61,10 @@ func (c *testConfig) Validate() error {
 //	lazy:    declares "lazy" but never provides it
 func testRegistry(rec *recorder) *Registry {
 	reg := NewRegistry()
-	for _, key := range []string{"alpha", "beta", "gamma"} {
+	for _, key := range []Key{"alpha", "beta", "gamma"} {
 		reg.Register(Plugin{
-			Name:     "svc-" + key,
-			Provides: []string{key},
+			Name:     "svc-" + string(key),
+			Provides: []Key{key},
 			Config:   func() any { return &testConfig{Label: "default", Limit: 5} },
 			Apply: Typed(func(pctx *Context, cfg *testConfig) error {
 				rec.add("start %s", pctx.EntryID())
@@ -79,8 +79,8 @@ func testRegistry(rec *recorder) *Registry {
 			}),
 		})
 		reg.Register(Plugin{
-			Name:   "use-" + key,
-			Inject: []string{key},
+			Name:   "use-" + string(key),
+			Inject: []Key{key},
 			Apply: func(pctx *Context, _ any) error {
 				svc, err := Service[*service](pctx, key)
 				if err != nil {
@@ -95,11 +95,11 @@ func testRegistry(rec *recorder) *Registry {
 			},
 		})
 	}
-	reg.Register(Plugin{Name: "a", Inject: []string{"y"}, Provides: []string{"x"}, Apply: provideAll})
-	reg.Register(Plugin{Name: "b", Inject: []string{"x"}, Provides: []string{"y"}, Apply: provideAll})
+	reg.Register(Plugin{Name: "a", Inject: []Key{"y"}, Provides: []Key{"x"}, Apply: provideAll})
+	reg.Register(Plugin{Name: "b", Inject: []Key{"x"}, Provides: []Key{"y"}, Apply: provideAll})
 	reg.Register(Plugin{Name: "fail", Apply: func(*Context, any) error { return errors.New("boom") }})
 	reg.Register(Plugin{Name: "panic", Apply: func(*Context, any) error { panic("kaboom") }})
-	reg.Register(Plugin{Name: "lazy", Provides: []string{"lazy"}, Apply: func(*Context, any) error { return nil }})
+	reg.Register(Plugin{Name: "lazy", Provides: []Key{"lazy"}, Apply: func(*Context, any) error { return nil }})
 	return reg
 }
 

@@ -18,11 +18,11 @@ type Plugin struct {
 	Summary string
 	// Inject lists the service keys the plugin looks up. The loader starts
 	// the providers of these keys (in the entry's realm) before this plugin.
-	Inject []string
+	Inject []Key
 	// Provides lists the service keys the plugin registers with
 	// Context.Provide. Declaring them lets the loader order plugins and report
 	// a missing or duplicate provider before anything starts.
-	Provides []string
+	Provides []Key
 	// Config returns a new config value (a pointer to a struct) holding the
 	// defaults. The deployment's config is decoded strictly on top of it; if
 	// the value has a `Validate() error` method it runs next. Nil means the

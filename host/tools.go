@@ -16,8 +16,13 @@ import (
 	"github.com/dshdev/dsh/internal/schema"
 )
 
+// Key names a service that plugins provide and inject ("tools",
+// "terminals"). Each package that provides one declares its key as a
+// constant of this type.
+type Key string
+
 // ToolsKey is the service key of the host's tools service.
-const ToolsKey = "tools"
+const ToolsKey Key = "tools"
 
 // Tool is a model-facing tool: a name, a description and an argument schema
 // the model sees, and the function that runs a call.

@@ -166,7 +166,7 @@ func TestToolCallPassesContext(t *testing.T) {
 // context is gone once the plugin unloads.
 func TestAddToolLastsAsLongAsThePlugin(t *testing.T) {
 	reg := NewRegistry()
-	reg.Register(Plugin{Name: "adder", Inject: []string{ToolsKey}, Apply: func(pctx *Context, _ any) error {
+	reg.Register(Plugin{Name: "adder", Inject: []Key{ToolsKey}, Apply: func(pctx *Context, _ any) error {
 		tool, err := NewTool("added", "Added.", func(context.Context, *Owner, struct{}) (string, error) { return "", nil })
 		if err != nil {
 			return err

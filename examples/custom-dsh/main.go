@@ -30,7 +30,7 @@ func init() {
 	host.Register(host.Plugin{
 		Name:    "shout",
 		Summary: "the shout tool: upper-cases its text",
-		Inject:  []string{host.ToolsKey},
+		Inject:  []host.Key{host.ToolsKey},
 		Config:  func() any { return &shoutConfig{Suffix: "!"} },
 		Apply: host.Typed(func(pctx *host.Context, cfg *shoutConfig) error {
 			tool, err := host.NewTool("shout", "Upper-case a text.", func(_ context.Context, _ *host.Owner, a shoutArgs) (string, error) {

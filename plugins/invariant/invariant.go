@@ -14,7 +14,7 @@ import (
 )
 
 // ServiceKey is the service key of the invariants service.
-const ServiceKey = "invariants"
+const ServiceKey host.Key = "invariants"
 
 // PluginName is the name deployments use for the service's plugin.
 const PluginName = "invariant"

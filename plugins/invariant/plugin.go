@@ -11,8 +11,8 @@ func init() {
 	host.Register(host.Plugin{
 		Name:     PluginName,
 		Summary:  "the invariants service: package-owned runtime checks, run after every tool call",
-		Inject:   []string{host.ToolsKey},
-		Provides: []string{ServiceKey},
+		Inject:   []host.Key{host.ToolsKey},
+		Provides: []host.Key{ServiceKey},
 		Config:   func() any { return DefaultConfig() },
 		Apply:    host.Typed(apply),
 	})

@@ -20,7 +20,7 @@ func init() {
 	host.Register(host.Plugin{
 		Name:    PluginName + invariant.CompanionSuffix,
 		Summary: "runtime invariants of the shell backend: of every backend this process runs",
-		Inject:  []string{invariant.ServiceKey},
+		Inject:  []host.Key{invariant.ServiceKey},
 		Apply: func(pctx *host.Context, _ any) error {
 			return invariant.Install(pctx, invariantPackage, Invariants()...)
 		},

@@ -17,7 +17,7 @@ func init() {
 	host.Register(host.Plugin{
 		Name:    PluginName,
 		Summary: "PTY backend running an interactive bash per terminal session",
-		Inject:  []string{terminal.ServiceKey},
+		Inject:  []host.Key{terminal.ServiceKey},
 		Config:  func() any { return DefaultConfig() },
 		Apply:   host.Typed(apply),
 	})

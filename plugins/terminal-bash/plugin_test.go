@@ -29,7 +29,7 @@ func loadHost(t *testing.T, config string) (*host.Host, *terminal.Service, error
 	var svc *terminal.Service
 	reg.Register(host.Plugin{
 		Name:   "probe",
-		Inject: []string{terminal.ServiceKey},
+		Inject: []host.Key{terminal.ServiceKey},
 		Apply: func(pctx *host.Context, _ any) (err error) {
 			svc, err = host.Service[*terminal.Service](pctx, terminal.ServiceKey)
 			return err

@@ -21,7 +21,7 @@ func init() {
 	host.Register(host.Plugin{
 		Name:    "terminal-docker",
 		Summary: "the docker backend, in process, for these tests",
-		Inject:  []string{terminal.ServiceKey},
+		Inject:  []host.Key{terminal.ServiceKey},
 		Config:  func() any { return DefaultConfig() },
 		Apply: host.Typed(func(pctx *host.Context, cfg *Config) error {
 			b, err := New(context.Background(), cfg, nil)

@@ -36,7 +36,7 @@ func loadBash(t *testing.T) (*host.Host, *terminal.Service) {
 	var svc *terminal.Service
 	reg.Register(host.Plugin{
 		Name:   "probe",
-		Inject: []string{terminal.ServiceKey},
+		Inject: []host.Key{terminal.ServiceKey},
 		Apply: func(pctx *host.Context, _ any) (err error) {
 			svc, err = host.Service[*terminal.Service](pctx, terminal.ServiceKey)
 			return err

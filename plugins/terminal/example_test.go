@@ -30,7 +30,7 @@ func ExampleService_Exec() {
 	}
 	reg.Register(host.Plugin{
 		Name:   "example-runner",
-		Inject: []string{host.ToolsKey, terminal.ServiceKey},
+		Inject: []host.Key{host.ToolsKey, terminal.ServiceKey},
 		Apply: func(pctx *host.Context, _ any) error {
 			terms, err := host.Service[*terminal.Service](pctx, terminal.ServiceKey)
 			if err != nil {

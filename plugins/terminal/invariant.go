@@ -16,7 +16,7 @@ func init() {
 	host.Register(host.Plugin{
 		Name:    PluginName + invariant.CompanionSuffix,
 		Summary: "runtime invariants of the terminals service",
-		Inject:  []string{invariant.ServiceKey, ServiceKey},
+		Inject:  []host.Key{invariant.ServiceKey, ServiceKey},
 		Apply: func(pctx *host.Context, _ any) error {
 			svc, err := host.Service[*Service](pctx, ServiceKey)
 			if err != nil {

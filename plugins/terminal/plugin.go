@@ -7,13 +7,13 @@ const PluginName = "terminal"
 
 // ServiceKey is the key the service is provided under; consumers inject it
 // and look it up with host.Service[*terminal.Service].
-const ServiceKey = "terminals"
+const ServiceKey host.Key = "terminals"
 
 func init() {
 	host.Register(host.Plugin{
 		Name:     PluginName,
 		Summary:  "Owner-fenced terminal sessions over registered backends (the terminals service)",
-		Provides: []string{ServiceKey},
+		Provides: []host.Key{ServiceKey},
 		Apply:    apply,
 	})
 }

@@ -19,7 +19,7 @@ func loadWithStubBackend(t *testing.T, b *stubBackend) (*host.Host, *terminal.Se
 	if !ok {
 		t.Fatalf("plugin %q is not registered", terminal.PluginName)
 	}
-	if !slices.Equal(plugin.Provides, []string{"terminals"}) || plugin.Config != nil || plugin.Summary == "" {
+	if !slices.Equal(plugin.Provides, []host.Key{"terminals"}) || plugin.Config != nil || plugin.Summary == "" {
 		t.Fatalf("plugin registration = %+v", plugin)
 	}
 	var svc *terminal.Service
@@ -27,7 +27,7 @@ func loadWithStubBackend(t *testing.T, b *stubBackend) (*host.Host, *terminal.Se
 	reg.Register(plugin)
 	reg.Register(host.Plugin{
 		Name:   "stub-backend",
-		Inject: []string{terminal.ServiceKey},
+		Inject: []host.Key{terminal.ServiceKey},
 		Apply: func(pctx *host.Context, _ any) error {
 			s, err := host.Service[*terminal.Service](pctx, terminal.ServiceKey)
 			if err != nil {

@@ -19,7 +19,7 @@ func init() {
 	host.Register(host.Plugin{
 		Name:    PluginName + invariant.CompanionSuffix,
 		Summary: "runtime invariants of the bash tool: of every instance this process runs",
-		Inject:  []string{invariant.ServiceKey},
+		Inject:  []host.Key{invariant.ServiceKey},
 		Apply: func(pctx *host.Context, _ any) error {
 			return invariant.Install(pctx, invariantPackage, Invariants()...)
 		},

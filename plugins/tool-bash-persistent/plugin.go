@@ -26,7 +26,7 @@ func init() {
 	host.Register(host.Plugin{
 		Name:    PluginName,
 		Summary: "the bash tool: one persistent shell per agent, on a terminals backend",
-		Inject:  []string{host.ToolsKey, terminal.ServiceKey},
+		Inject:  []host.Key{host.ToolsKey, terminal.ServiceKey},
 		Config:  func() any { return DefaultConfig() },
 		Apply:   host.Typed(apply),
 	})

@@ -31,7 +31,7 @@ func LoadExternal(name, path string) (host.Plugin, error) {
 	return host.Plugin{
 		Name:    name,
 		Summary: "External terminal backend (" + path + ")",
-		Inject:  []string{terminal.ServiceKey},
+		Inject:  []host.Key{terminal.ServiceKey},
 		Config:  func() any { return &map[string]any{} },
 		Apply: host.Typed(func(pctx *host.Context, cfg *map[string]any) error {
 			return applyExternal(pctx, path, *cfg)
