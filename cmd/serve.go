@@ -27,19 +27,22 @@ import (
 // repl has been told to stop.
 const shutdownTimeout = 10 * time.Second
 
+// serveFlags are serve's flags.
+type serveFlags struct {
+	workdir     string
+	addr        string
+	idleTimeout time.Duration
+	orphanGrace time.Duration
+	tokenFile   string
+	noAuth      bool
+	allowed     []string
+	maxSessions int
+	metricsAddr string
+	pprofAddr   string
+}
+
 func serveCommand(g *globals) *cobra.Command {
-	var (
-		workdir     string
-		addr        string
-		idleTimeout time.Duration
-		orphanGrace time.Duration
-		tokenFile   string
-		noAuth      bool
-		allowed     []string
-		maxSessions int
-		metricsAddr string
-		pprofAddr   string
-	)
+	var f serveFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve every tool over MCP (stdio, or streamable HTTP with --http)",
@@ -69,154 +72,175 @@ stderr, never to stdout.`,
   dsh serve --http 0.0.0.0:8080 --token-file ~/.config/dsh/tokens --allowed-host devbox.lan
   dsh serve --http unix:$XDG_RUNTIME_DIR/dsh/mcp.sock`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			wd, err := resolveWorkdir(workdir)
-			if err != nil {
-				return err
-			}
-			if addr == "" && cmd.Flags().Changed("idle-timeout") {
-				return usageError{errors.New("--idle-timeout needs --http (a stdio session ends with its client)")}
-			}
-			if idleTimeout < 0 {
-				return usageError{fmt.Errorf("--idle-timeout %s: must not be negative", idleTimeout)}
-			}
-			for _, name := range []string{"token-file", "no-auth", "allowed-host", "max-sessions"} {
-				if addr == "" && cmd.Flags().Changed(name) {
-					return usageError{fmt.Errorf("--%s needs --http", name)}
-				}
-			}
-			if noAuth && tokenFile != "" {
-				return usageError{errors.New("--no-auth and --token-file contradict each other")}
-			}
-			if maxSessions < 0 {
-				return usageError{fmt.Errorf("--max-sessions %d: must not be negative", maxSessions)}
-			}
-			var tokens *mcpfront.Tokens
-			if tokenFile != "" {
-				if tokens, err = readTokenFile(tokenFile); err != nil {
-					return usageError{err}
-				}
-			}
-			var ln net.Listener
-			var peers *peerListener
-			auth := !noAuth
-			if path, ok := isUnixAddr(addr); ok {
-				// Only this user's processes can connect: the socket's
-				// directory is private and every peer's uid is checked.
-				if ln, err = listenUnix(path); err != nil {
-					return fmt.Errorf("--http %s: %w", addr, err)
-				}
-				defer ln.Close()
-				peers = &peerListener{Listener: ln, uid: os.Getuid(), logger: slog.New(slog.DiscardHandler)}
-				ln = peers
-				auth = tokens != nil
-			} else if addr != "" {
-				host, _, err := net.SplitHostPort(addr)
-				if err != nil {
-					return usageError{fmt.Errorf("--http %q: want host:port: %w", addr, err)}
-				}
-				if noAuth && !loopbackListen(host) {
-					return usageError{fmt.Errorf("--no-auth on %q: anyone who can reach that address could run commands as you; serve a loopback address, or keep authentication", addr)}
-				}
-				// Listen before loading: a taken port fails fast, with
-				// no plugin started.
-				if ln, err = net.Listen("tcp", addr); err != nil {
-					return fmt.Errorf("--http: %w", err)
-				}
-				defer ln.Close()
-			}
-			// The side servers listen before loading too, and on loopback
-			// only.
-			var side []string
-			var front *mcpfront.Front
-			var m *metrics
-			var metricsLn, pprofLn net.Listener
-			if metricsAddr != "" {
-				if metricsLn, err = listenLoopback("metrics", metricsAddr); err != nil {
-					return err
-				}
-				defer metricsLn.Close()
-				m = newMetrics(func() *mcpfront.Front { return front })
-				side = append(side, fmt.Sprintf("metrics at http://%s/metrics", metricsLn.Addr()))
-			}
-			if pprofAddr != "" {
-				if pprofLn, err = listenLoopback("pprof", pprofAddr); err != nil {
-					return err
-				}
-				defer pprofLn.Close()
-				side = append(side, fmt.Sprintf("profiles at http://%s/debug/pprof/", pprofLn.Addr()))
-			}
-			ctx, cancelServe := context.WithCancel(cmd.Context())
-			defer cancelServe()
-			hurry := onSignals(cancelServe)
-			defer hurry.stop()
-			// A client that dies closes dsh's stdout and stderr with it. A
-			// later write there (a response, a log line) must fail with
-			// EPIPE, not kill dsh with SIGPIPE before its shells are closed.
-			// Notify, not Ignore: an ignored signal would stay ignored in
-			// every shell dsh starts.
-			sigpipe := make(chan os.Signal, 1)
-			signal.Notify(sigpipe, syscall.SIGPIPE)
-			defer signal.Stop(sigpipe)
-			h, err := g.loadHost(ctx)
-			if err != nil {
-				return err
-			}
-			if peers != nil {
-				peers.logger = h.Logger()
-			}
-			opts := mcpfront.Options{Workdir: wd, Logger: h.Logger(), Version: versionString()}
-			if m != nil {
-				opts.Calls = m
-			}
-			front = mcpfront.New(h, opts)
-			var sides []*sideServer
-			if metricsLn != nil {
-				sides = append(sides, startSideServer(metricsLn, m.handler(), h.Logger()))
-			}
-			if pprofLn != nil {
-				sides = append(sides, startSideServer(pprofLn, pprofHandler(), h.Logger()))
-			}
-			defer func() {
-				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-				defer cancel()
-				for _, s := range sides {
-					s.stop(sctx)
-				}
-			}()
-			if ln == nil {
-				for _, line := range side {
-					fmt.Fprintf(g.stderr, "dsh: %s\n", line)
-				}
-				err = serveStdio(ctx, g, front, h.Logger())
-			} else {
-				opts := mcpfront.HTTPOptions{
-					IdleTimeout:  idleTimeout,
-					OrphanGrace:  orphanGrace,
-					Tokens:       tokens,
-					ListenHost:   listenHost(ln.Addr()),
-					AllowedHosts: allowed,
-					MaxSessions:  maxSessions,
-				}
-				err = serveHTTP(ctx, g, front, ln, opts, auth, side, h.Logger())
-			}
-			closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-			defer cancel()
-			hurry.then(cancel)
-			return errors.Join(err, front.Close(closeCtx), h.Close(closeCtx))
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, g) },
 	}
-	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "every session's workspace, where its shell starts (default: the current directory)")
-	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP at /mcp on this host:port, or on the unix socket unix:PATH, instead of stdio")
-	cmd.Flags().DurationVar(&idleTimeout, "idle-timeout", time.Hour, "with --http: close a session and its shell after this long without a request (0: never)")
-	cmd.Flags().DurationVar(&orphanGrace, "orphan-grace", mcpfront.DefaultOrphanGrace, "with --http: close a session this long after its client closed its event stream, if no call runs and no request came (negative: never)")
-	cmd.Flags().StringVar(&tokenFile, "token-file", "", "with --http: accept the bearer tokens in this file (one per line, private to you) instead of a fresh one")
-	cmd.Flags().BoolVar(&noAuth, "no-auth", false, "with --http on a loopback address: accept requests without a token (any local user or process can then run commands as you)")
-	cmd.Flags().StringArrayVar(&allowed, "allowed-host", nil, "with --http: a further name requests may carry in their Host header (repeatable)")
-	cmd.Flags().IntVar(&maxSessions, "max-sessions", defaultMaxSessions(), "with --http: the most sessions (each with its shell) open at once; 0: no bound")
-	cmd.Flags().StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at /metrics on this loopback host:port")
-	cmd.Flags().StringVar(&pprofAddr, "pprof", "", "serve Go profiles at /debug/pprof/ on this loopback host:port")
+	cmd.Flags().StringVarP(&f.workdir, "workdir", "w", "", "every session's workspace, where its shell starts (default: the current directory)")
+	cmd.Flags().StringVar(&f.addr, "http", "", "serve streamable HTTP at /mcp on this host:port, or on the unix socket unix:PATH, instead of stdio")
+	cmd.Flags().DurationVar(&f.idleTimeout, "idle-timeout", time.Hour, "with --http: close a session and its shell after this long without a request (0: never)")
+	cmd.Flags().DurationVar(&f.orphanGrace, "orphan-grace", mcpfront.DefaultOrphanGrace, "with --http: close a session this long after its client closed its event stream, if no call runs and no request came (negative: never)")
+	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "with --http: accept the bearer tokens in this file (one per line, private to you) instead of a fresh one")
+	cmd.Flags().BoolVar(&f.noAuth, "no-auth", false, "with --http on a loopback address: accept requests without a token (any local user or process can then run commands as you)")
+	cmd.Flags().StringArrayVar(&f.allowed, "allowed-host", nil, "with --http: a further name requests may carry in their Host header (repeatable)")
+	cmd.Flags().IntVar(&f.maxSessions, "max-sessions", defaultMaxSessions(), "with --http: the most sessions (each with its shell) open at once; 0: no bound")
+	cmd.Flags().StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics at /metrics on this loopback host:port")
+	cmd.Flags().StringVar(&f.pprofAddr, "pprof", "", "serve Go profiles at /debug/pprof/ on this loopback host:port")
 	return cmd
+}
+
+// check refuses flags that contradict each other or need --http, before
+// anything starts, and reads the token file.
+func (f *serveFlags) check(cmd *cobra.Command) (tokens *mcpfront.Tokens, err error) {
+	if f.addr == "" && cmd.Flags().Changed("idle-timeout") {
+		return nil, usageError{errors.New("--idle-timeout needs --http (a stdio session ends with its client)")}
+	}
+	if f.idleTimeout < 0 {
+		return nil, usageError{fmt.Errorf("--idle-timeout %s: must not be negative", f.idleTimeout)}
+	}
+	for _, name := range []string{"token-file", "no-auth", "allowed-host", "max-sessions"} {
+		if f.addr == "" && cmd.Flags().Changed(name) {
+			return nil, usageError{fmt.Errorf("--%s needs --http", name)}
+		}
+	}
+	if f.noAuth && f.tokenFile != "" {
+		return nil, usageError{errors.New("--no-auth and --token-file contradict each other")}
+	}
+	if f.maxSessions < 0 {
+		return nil, usageError{fmt.Errorf("--max-sessions %d: must not be negative", f.maxSessions)}
+	}
+	if f.tokenFile != "" {
+		if tokens, err = readTokenFile(f.tokenFile); err != nil {
+			return nil, usageError{err}
+		}
+	}
+	return tokens, nil
+}
+
+// listen opens the MCP listener: nil for stdio, a unix socket whose peers
+// are checked (peers), or a TCP port. It runs before the deployment
+// loads, so a taken port fails fast, with no plugin started. auth says
+// whether requests need a token.
+func (f *serveFlags) listen(tokens *mcpfront.Tokens) (ln net.Listener, peers *peerListener, auth bool, err error) {
+	auth = !f.noAuth
+	if path, ok := isUnixAddr(f.addr); ok {
+		// Only this user's processes can connect: the socket's directory
+		// is private and every peer's uid is checked.
+		if ln, err = listenUnix(path); err != nil {
+			return nil, nil, false, fmt.Errorf("--http %s: %w", f.addr, err)
+		}
+		peers = &peerListener{Listener: ln, uid: os.Getuid(), logger: slog.New(slog.DiscardHandler)}
+		return peers, peers, tokens != nil, nil
+	}
+	if f.addr == "" {
+		return nil, nil, auth, nil
+	}
+	host, _, err := net.SplitHostPort(f.addr)
+	if err != nil {
+		return nil, nil, false, usageError{fmt.Errorf("--http %q: want host:port: %w", f.addr, err)}
+	}
+	if f.noAuth && !loopbackListen(host) {
+		return nil, nil, false, usageError{fmt.Errorf("--no-auth on %q: anyone who can reach that address could run commands as you; serve a loopback address, or keep authentication", f.addr)}
+	}
+	if ln, err = net.Listen("tcp", f.addr); err != nil {
+		return nil, nil, false, fmt.Errorf("--http: %w", err)
+	}
+	return ln, nil, auth, nil
+}
+
+// run serves until the client or a signal ends it, then closes every
+// shell.
+func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
+	wd, err := resolveWorkdir(f.workdir)
+	if err != nil {
+		return err
+	}
+	tokens, err := f.check(cmd)
+	if err != nil {
+		return err
+	}
+	ln, peers, auth, err := f.listen(tokens)
+	if err != nil {
+		return err
+	}
+	if ln != nil {
+		defer ln.Close()
+	}
+	// The side servers listen before loading too, and on loopback only.
+	var side []string
+	var front *mcpfront.Front
+	var m *metrics
+	var metricsLn, pprofLn net.Listener
+	if f.metricsAddr != "" {
+		if metricsLn, err = listenLoopback("metrics", f.metricsAddr); err != nil {
+			return err
+		}
+		defer metricsLn.Close()
+		m = newMetrics(func() *mcpfront.Front { return front })
+		side = append(side, fmt.Sprintf("metrics at http://%s/metrics", metricsLn.Addr()))
+	}
+	if f.pprofAddr != "" {
+		if pprofLn, err = listenLoopback("pprof", f.pprofAddr); err != nil {
+			return err
+		}
+		defer pprofLn.Close()
+		side = append(side, fmt.Sprintf("profiles at http://%s/debug/pprof/", pprofLn.Addr()))
+	}
+	ctx, cancelServe := context.WithCancel(cmd.Context())
+	defer cancelServe()
+	hurry := onSignals(cancelServe)
+	defer hurry.stop()
+	// A client that dies closes dsh's stdout and stderr with it. A later
+	// write there (a response, a log line) must fail with EPIPE, not kill
+	// dsh with SIGPIPE before its shells are closed. Notify, not Ignore: an
+	// ignored signal would stay ignored in every shell dsh starts.
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
+	h, err := g.loadHost(ctx)
+	if err != nil {
+		return err
+	}
+	if peers != nil {
+		peers.logger = h.Logger()
+	}
+	opts := mcpfront.Options{Workdir: wd, Logger: h.Logger(), Version: versionString()}
+	if m != nil {
+		opts.Calls = m
+	}
+	front = mcpfront.New(h, opts)
+	var sides []*sideServer
+	if metricsLn != nil {
+		sides = append(sides, startSideServer(metricsLn, m.handler(), h.Logger()))
+	}
+	if pprofLn != nil {
+		sides = append(sides, startSideServer(pprofLn, pprofHandler(), h.Logger()))
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		for _, s := range sides {
+			s.stop(sctx)
+		}
+	}()
+	if ln == nil {
+		for _, line := range side {
+			fmt.Fprintf(g.stderr, "dsh: %s\n", line)
+		}
+		err = serveStdio(ctx, g, front, h.Logger())
+	} else {
+		opts := mcpfront.HTTPOptions{
+			IdleTimeout:  f.idleTimeout,
+			OrphanGrace:  f.orphanGrace,
+			Tokens:       tokens,
+			ListenHost:   listenHost(ln.Addr()),
+			AllowedHosts: f.allowed,
+			MaxSessions:  f.maxSessions,
+		}
+		err = serveHTTP(ctx, g, front, ln, opts, auth, side, h.Logger())
+	}
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	hurry.then(cancel)
+	return errors.Join(err, front.Close(closeCtx), h.Close(closeCtx))
 }
 
 // shutdownSignals turns SIGINT and SIGTERM into a shutdown that always
