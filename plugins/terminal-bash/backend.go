@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -141,10 +142,8 @@ func (b *Backend) closeBudget() time.Duration { return 8*b.cfg.grace + 5*time.Se
 var cgroupSeq atomic.Uint64
 
 // start allocates the PTY and the control channel, starts the shell (in
-// its own cgroup when possible) and the session's three goroutines: the read
-// loop, the control channel's reader and the reaper. The session waits for
-// the shell to install the plumbing and reach its prompt as an internal
-// send, which start returns.
+// its own cgroup when possible, confined when the sandbox says so), and
+// launches the session.
 func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 	term, err := openTerminal(b.cfg.rows, b.cfg.cols)
 	if err != nil {
@@ -169,33 +168,10 @@ func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 		undo(nil)
 		return nil, nil, fmt.Errorf("terminal-bash: %w", err)
 	}
-	cg := b.newCgroup(spec.SessionID)
-	fd := -1
-	if cg != nil {
-		fd = cg.FD()
-	}
-	cmd, err := startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term.slave, fd, pol)
-	if err != nil && cg != nil {
-		// clone3 into a cgroup can be refused where creating one was not
-		// (seccomp filters, older kernels): start without it. Only a start
-		// that then succeeds shows the cgroup was the problem; a failure of
-		// the shell's own (a missing binary or directory, a fork limit)
-		// must not turn cgroups off for every later session.
-		cgErr := err
-		cg.Close()
-		cg = nil
-		if cmd, err = startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term.slave, -1, pol); err == nil {
-			b.log.Info("starting the shell in its cgroup failed; relying on process tracking", "err", cgErr)
-			b.noCgroup.Store(true)
-		}
-	}
+	cmd, cg, err := b.startInCgroup(spec, env, term.slave, pol)
 	if err != nil {
-		undo(cg)
-		// exec's error repeats the path ("fork/exec /bin/bsh: …"): say it once.
-		if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == b.shellPath {
-			err = pe.Err
-		}
-		return nil, nil, fmt.Errorf("terminal-bash: cannot start %s: %w", b.shellPath, err)
+		undo(nil)
+		return nil, nil, err
 	}
 	pid := cmd.Process.Pid
 	// The shell is our unreaped child, so its /proc entry is there.
@@ -206,9 +182,15 @@ func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 		undo(cg)
 		return nil, nil, fmt.Errorf("terminal-bash: identify shell %d: %w", pid, err)
 	}
+	return b.launch(spec, term, ctl, cmd, shell, cg, pol)
+}
 
+// launch makes the session of a started shell, registers it and starts
+// its goroutines. The session waits for the shell to install the plumbing
+// and reach its prompt as an internal send, which launch returns.
+func (b *Backend) launch(spec terminal.SpawnSpec, term *ptyPair, ctl *control, cmd *exec.Cmd, shell proc.Identity, cg *proc.Cgroup, pol sandbox.Policy) (*session, *send, error) {
 	s := newSession(spec.SessionID, b.cfg, b.log.With("session", spec.SessionID), term, ctl)
-	s.shellCmd, s.pid, s.sandboxMode = cmd, pid, string(pol.Mode)
+	s.shellCmd, s.pid, s.sandboxMode = cmd, shell.PID, string(pol.Mode)
 	s.target = proc.Target{Shell: shell, Tracker: proc.NewTracker(shell), Cgroup: cg}
 	s.forget = b.forget
 	now := time.Now()
@@ -302,6 +284,42 @@ func (b *Backend) sandboxFor(mode string) (*SandboxConfig, error) {
 		return nil, fmt.Errorf("%w: %w", terminal.ErrSandboxUnsupported, checkErr)
 	}
 	return &sc, nil
+}
+
+// startInCgroup starts the shell, in a cgroup of its own where one can be
+// made, and returns the cgroup (nil without one).
+func (b *Backend) startInCgroup(spec terminal.SpawnSpec, env []string, slave *os.File, pol sandbox.Policy) (*exec.Cmd, *proc.Cgroup, error) {
+	cg := b.newCgroup(spec.SessionID)
+	fd := -1
+	if cg != nil {
+		fd = cg.FD()
+	}
+	cmd, err := startShell(b.shellPath, b.shellArgs, env, spec.Cwd, slave, fd, pol)
+	if err != nil && cg != nil {
+		// clone3 into a cgroup can be refused where creating one was not
+		// (seccomp filters, older kernels): start without it. Only a start
+		// that then succeeds shows the cgroup was the problem; a failure of
+		// the shell's own (a missing binary or directory, a fork limit)
+		// must not turn cgroups off for every later session.
+		cgErr := err
+		cg.Close()
+		cg = nil
+		if cmd, err = startShell(b.shellPath, b.shellArgs, env, spec.Cwd, slave, -1, pol); err == nil {
+			b.log.Info("starting the shell in its cgroup failed; relying on process tracking", "err", cgErr)
+			b.noCgroup.Store(true)
+		}
+	}
+	if err != nil {
+		if cg != nil {
+			cg.Close()
+		}
+		// exec's error repeats the path ("fork/exec /bin/bsh: …"): say it once.
+		if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == b.shellPath {
+			err = pe.Err
+		}
+		return nil, nil, fmt.Errorf("terminal-bash: cannot start %s: %w", b.shellPath, err)
+	}
+	return cmd, cg, nil
 }
 
 // newCgroup creates the session's cgroup, or returns nil where cgroups
