@@ -79,7 +79,14 @@ func (s *Service) Spawn(ctx context.Context, owner *host.Owner, req SpawnRequest
 		return r.info(session.Status()), nil
 	}
 	s.mu.Unlock()
+	return SessionInfo{}, s.rollback(ctx, st, p, id, session, err, failure)
+}
 
+// rollback undoes a spawn that did not publish: it closes the session the
+// backend returned, if any, keeps what could not be cleaned up for the
+// owner's disposal to report, and settles the pending spawn. It returns
+// the error the caller gets.
+func (s *Service) rollback(ctx context.Context, st *ownerState, p *pendingSpawn, id string, session Session, err, failure error) error {
 	var rollbackErr error
 	if session != nil {
 		// The caller may have given up, but the session must still go: the
@@ -101,9 +108,9 @@ func (s *Service) Spawn(ctx context.Context, owner *host.Owner, req SpawnRequest
 	close(p.settled)
 
 	if rollbackErr != nil && ctx.Err() == nil {
-		return SessionInfo{}, fmt.Errorf("PTY spawn and rollback both failed: %w", errors.Join(failure, rollbackErr))
+		return fmt.Errorf("PTY spawn and rollback both failed: %w", errors.Join(failure, rollbackErr))
 	}
-	return SessionInfo{}, failure
+	return failure
 }
 
 // checkSpawnLocked runs the checks that precede minting an id, in their
