@@ -1,9 +1,11 @@
-// Package mcpfront puts a host's tools in front of MCP clients, using the
-// official Go SDK (github.com/modelcontextprotocol/go-sdk). A Front is one
-// *mcp.Server whose tools are the host's tools service at the time New runs:
-// each tool keeps its name, description and input schema exactly (the schema
-// is passed through as raw JSON; the SDK never infers one), and every call is
-// routed to host.Tools.Call.
+// Package mcpfront puts a host's tools in front of MCP clients, over stdio
+// and streamable HTTP, with the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk).
+//
+// A Front is one *mcp.Server whose tools are the host's tools service at
+// the time New runs: each tool keeps its name, description and input
+// schema exactly (the schema is passed through as raw JSON; the SDK never
+// infers one), and every call is routed to host.Tools.Call.
 //
 // # Sessions and owners
 //

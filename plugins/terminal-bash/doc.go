@@ -1,9 +1,9 @@
-// Package terminalbash is the "shell" terminal backend (plugin
-// "terminal-bash"): an interactive bash on a creack/pty PTY per session,
-// registered with the terminals service. It runs commands through a shell
-// protocol that nothing in the shell can forge, decides when a send is
-// done, renders what the terminal shows, and makes sure that closing a
-// session leaves no process behind.
+// Package terminalbash is the "shell" backend (plugin "terminal-bash"):
+// a bash on a PTY per session, driven by a protocol nothing in the shell
+// can forge, and closed without leaving a process behind.
+//
+// Each session also decides when a send is done, from /proc rather than
+// from output, and renders what the terminal shows.
 //
 // # The session
 //

@@ -1,9 +1,9 @@
-// Package inband drives an interactive bash at the far end of a byte
-// stream (a Link: an SSH session's PTY, a container exec's TTY) with a
-// protocol that travels in the terminal itself. Its Session implements
-// terminal.Session and terminal.Executor, so the bash tool runs on it;
-// the backends (terminal-ssh, terminal-docker) bring the link, this
-// package everything above it.
+// Package inband drives a bash at the far end of a byte stream (a Link:
+// an SSH session's PTY, a container exec's TTY) with a protocol carried in
+// the terminal itself. Backends bring the link; this package the rest.
+//
+// Its Session implements terminal.Session and terminal.Executor, so the
+// bash tool runs on it.
 //
 // Four goroutines serve a session: the read loop (the only reader of the
 // terminal, which scans, renders and acts on what it reads under the
