@@ -82,7 +82,7 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 				http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
 				return
 			}
-			if id == "" && isInitialize(r) {
+			if id == "" && postMethod(r) == "initialize" {
 				if n := opts.MaxSessions; n > 0 && f.sessionCount() >= n {
 					http.Error(w, fmt.Sprintf("dsh has %d sessions open, its limit (--max-sessions); close one or raise the limit", n), http.StatusServiceUnavailable)
 					return
@@ -101,7 +101,9 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 			defer orphans.begin(id, true)()
 		case http.MethodPost:
 			defer orphans.begin(id, false)()
-			var end func()
+			var endEarly, end func()
+			w, endEarly = earlyHeaders(w, r, f.progress)
+			defer endEarly()
 			w, end = f.requests.begin(w, r)
 			defer end()
 		case http.MethodDelete:
@@ -112,7 +114,10 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 			// arrive meanwhile are refused (see ownerFor).
 			f.endSessionByID(context.WithoutCancel(r.Context()), r.Header.Get(sessionIDHeader))
 		}
-		sdk.ServeHTTP(w, r)
+		// The SDK gets a copy of the request: it replaces the body, and
+		// net/http reads the original's while an early header goes out
+		// from another goroutine (see earlyHeaders).
+		sdk.ServeHTTP(w, r.Clone(r.Context()))
 	})
 	if opts.Tokens != nil {
 		h = auth.RequireBearerToken(opts.Tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
@@ -146,17 +151,21 @@ func (f *Front) sessionCount() int {
 	return n
 }
 
-// isInitialize reports whether a POST (whose body readBody has buffered)
-// carries an initialize request, the one that opens a session.
-func isInitialize(r *http.Request) bool {
+// postMethod is the method of the JSON-RPC message a POST (whose body
+// readBody has buffered) carries: "initialize", "tools/call"; empty for
+// anything else (a batch, a response, a body that is not JSON).
+func postMethod(r *http.Request) string {
 	body, ok := r.Body.(interface{ Bytes() []byte })
 	if !ok {
-		return false
+		return ""
 	}
 	var msg struct {
 		Method string `json:"method"`
 	}
-	return json.Unmarshal(body.Bytes(), &msg) == nil && msg.Method == "initialize"
+	if json.Unmarshal(body.Bytes(), &msg) != nil {
+		return ""
+	}
+	return msg.Method
 }
 
 // checkOrigin refuses an Origin other than the server's own on any method,

@@ -1,6 +1,7 @@
 package mcpfront
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -388,4 +389,33 @@ func TestHTTPProgressKeepsLongCallsAlive(t *testing.T) {
 	}
 	cancel()
 	recv(t, done, "the call to end")
+}
+
+// A tools/call's response starts before the call ends, with or without a
+// progress token: a client that gives up on a response that has not
+// begun would otherwise drop a long call. (Here the call blocks until the
+// client goes away: without early headers, Do would not return.)
+func TestHTTPResponseStartsBeforeTheResult(t *testing.T) {
+	r := newRig(t)
+	r.f = New(r.h, Options{Workdir: r.workdir, ProgressInterval: 20 * time.Millisecond})
+	s := r.serveHTTP(t, HTTPOptions{})
+	cs := s.connect(t, "")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	resp, err := s.post(ctx, cs, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"block","arguments":{}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	recv(t, r.started, "the call to start")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("response %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	// Then comment lines keep the stream alive while the call runs.
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, ": ") {
+		t.Fatalf("first line %q, %v; want an SSE comment", line, err)
+	}
+	cancel()
+	recv(t, r.stopped, "the call to stop")
 }
