@@ -120,12 +120,44 @@ const fakeDeployment = "- id: bash\n  name: fakebash\n"
 type syncBuffer struct {
 	mu sync.Mutex
 	b  strings.Builder
+	// grew is closed, and replaced, at every write.
+	grew chan struct{}
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.grew != nil {
+		close(s.grew)
+		s.grew = nil
+	}
 	return s.b.Write(p)
+}
+
+// waitFor returns the buffer once it contains substr, or fails the test
+// at the deadline.
+func (s *syncBuffer) waitFor(t testing.TB, substr string, deadline time.Duration) string {
+	t.Helper()
+	timer := time.NewTimer(deadline)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		text := s.b.String()
+		if strings.Contains(text, substr) {
+			s.mu.Unlock()
+			return text
+		}
+		if s.grew == nil {
+			s.grew = make(chan struct{})
+		}
+		grew := s.grew
+		s.mu.Unlock()
+		select {
+		case <-grew:
+		case <-timer.C:
+			t.Fatalf("no %q within %v in:\n%s", substr, deadline, text)
+		}
+	}
 }
 
 func (s *syncBuffer) String() string {

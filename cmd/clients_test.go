@@ -1,0 +1,166 @@
+//go:build linux
+
+package dshcmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// clientEnv names a real agent client's executable for the tests below;
+// .ci/run installs the client from npm and sets it. Without it the test
+// skips, saying why.
+func clientPath(t *testing.T, env, client string) string {
+	t.Helper()
+	path := os.Getenv(env)
+	if path == "" {
+		t.Skipf("%s is not set: no %s to drive dsh with (.ci/run installs it from npm)", env, client)
+	}
+	return path
+}
+
+// scriptedModel is an Anthropic Messages API on loopback that plays a
+// model: asked with the dsh bash tool available, it calls it with command;
+// given the tool's result, it answers with that result as its text. Any
+// other request (a client's side queries) gets a short text.
+type scriptedModel struct {
+	command string
+	mu      sync.Mutex
+	results []string // the tool results it was given
+}
+
+func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if !strings.HasPrefix(r.URL.Path, "/v1/messages") || strings.HasSuffix(r.URL.Path, "/count_tokens") {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"input_tokens":10}`)
+		return
+	}
+	var req struct {
+		Model string `json:"model"`
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	offered := false
+	for _, tool := range req.Tools {
+		offered = offered || tool.Name == "mcp__dsh__bash"
+	}
+	var last []struct {
+		Type    string `json:"type"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	json.Unmarshal(req.Messages[len(req.Messages)-1].Content, &last) // a string content stays empty
+	var result string
+	for _, block := range last {
+		if block.Type == "tool_result" && len(block.Content) > 0 {
+			result = block.Content[0].Text
+		}
+	}
+	start := fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":%q,"content":[],"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}`, req.Model)
+	events := [][2]string{{"message_start", start}}
+	switch {
+	case result != "":
+		m.mu.Lock()
+		m.results = append(m.results, result)
+		m.mu.Unlock()
+		events = append(events, textEvents("the tool said: "+result)...)
+	case offered:
+		input, _ := json.Marshal(map[string]string{"command": m.command})
+		partial, _ := json.Marshal(string(input))
+		events = append(events,
+			[2]string{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_dsh_1","name":"mcp__dsh__bash","input":{}}}`},
+			[2]string{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":` + string(partial) + `}}`},
+			[2]string{"content_block_stop", `{"type":"content_block_stop","index":0}`},
+			[2]string{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":5}}`})
+	default:
+		events = append(events, textEvents("ok")...)
+	}
+	events = append(events, [2]string{"message_stop", `{"type":"message_stop"}`})
+	w.Header().Set("Content-Type", "text/event-stream")
+	for _, e := range events {
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e[0], e[1])
+	}
+}
+
+func textEvents(text string) [][2]string {
+	t, _ := json.Marshal(text)
+	return [][2]string{
+		{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
+		{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":` + string(t) + `}}`},
+		{"content_block_stop", `{"type":"content_block_stop","index":0}`},
+		{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":5}}`},
+	}
+}
+
+var claudeSnippet = regexp.MustCompile(`(?m)^dsh:   Claude Code: (claude mcp add .*)$`)
+
+// TestClaudeCodeLongCallOverHTTP drives dsh serve --http with Claude Code,
+// configured by the very line dsh prints for it, in headless mode with the
+// flags the README gives (-p, --allowedTools mcp__dsh__bash), against a
+// scripted model. The command takes 70 s: longer than the 60 s after which
+// the client gives up on a silent request.
+func TestClaudeCodeLongCallOverHTTP(t *testing.T) {
+	claude := clientPath(t, "DSH_TEST_CLAUDE", "Claude Code")
+	if testing.Short() {
+		t.Skip("a 70 s call")
+	}
+	model := &scriptedModel{command: "sleep 70; echo slow-done in $PWD"}
+	api := httptest.NewServer(model)
+	defer api.Close()
+
+	runtime := t.TempDir()
+	home := t.TempDir()
+	work := t.TempDir()
+	d := startHTTPEnv(t, []string{"XDG_RUNTIME_DIR=" + runtime}, "--workdir", work)
+	stderr := d.stderr.waitFor(t, "Claude Code: ", time.Minute)
+	m := claudeSnippet.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no Claude Code line in:\n%s", stderr)
+	}
+	env := append(os.Environ(),
+		"HOME="+home,
+		"PATH="+filepath.Dir(claude)+":"+os.Getenv("PATH"),
+		"ANTHROPIC_BASE_URL="+api.URL,
+		"ANTHROPIC_API_KEY=sk-dsh-test",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	)
+	// The snippet as printed: a shell line ($(cat TOKEN_FILE)).
+	add := exec.Command("bash", "-c", m[1])
+	add.Env, add.Dir = env, work
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", m[1], err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	run := exec.CommandContext(ctx, claude, "-p", "Run the command.", "--allowedTools", "mcp__dsh__bash", "--output-format", "text")
+	run.Env, run.Dir = env, work
+	out, err := run.CombinedOutput()
+	want := "slow-done in " + work
+	if err != nil || !strings.Contains(string(out), "the tool said: "+want) {
+		t.Fatalf("claude -p: %v\n%s\nthe model was given: %q", err, out, model.results)
+	}
+}
