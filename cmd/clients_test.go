@@ -164,3 +164,124 @@ func TestClaudeCodeLongCallOverHTTP(t *testing.T) {
 		t.Fatalf("claude -p: %v\n%s\nthe model was given: %q", err, out, model.results)
 	}
 }
+
+// scriptedResponses is an OpenAI Responses API on loopback that plays a
+// model for Codex CLI: offered dsh's tools (Codex passes an MCP server's
+// tools as the namespace mcp__dsh), it calls bash with command; given the
+// call's output, it answers with it.
+type scriptedResponses struct {
+	command string
+	mu      sync.Mutex
+	results []string
+}
+
+func (m *scriptedResponses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model string `json:"model"`
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+		Input []struct {
+			Type   string          `json:"type"`
+			Output json.RawMessage `json:"output"`
+		} `json:"input"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	offered, result := false, ""
+	for _, t := range req.Tools {
+		offered = offered || t.Name == "mcp__dsh"
+	}
+	for _, in := range req.Input {
+		if in.Type == "function_call_output" {
+			result = string(in.Output)
+		}
+	}
+	var item map[string]any
+	if result == "" && offered {
+		args, _ := json.Marshal(map[string]string{"command": m.command})
+		item = map[string]any{"type": "function_call", "id": "fc_1", "call_id": "call_dsh_1", "namespace": "mcp__dsh", "name": "bash", "arguments": string(args), "status": "completed"}
+	} else {
+		m.mu.Lock()
+		m.results = append(m.results, result)
+		m.mu.Unlock()
+		item = map[string]any{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+			"content": []any{map[string]any{"type": "output_text", "text": "the tool said: " + result, "annotations": []any{}}}}
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	send := func(typ string, v map[string]any) {
+		v["type"] = typ
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b)
+	}
+	resp := map[string]any{"id": "resp_1", "object": "response", "created_at": 0, "model": req.Model, "status": "in_progress", "output": []any{}}
+	send("response.created", map[string]any{"response": resp})
+	send("response.output_item.added", map[string]any{"output_index": 0, "item": item})
+	send("response.output_item.done", map[string]any{"output_index": 0, "item": item})
+	resp["status"], resp["output"] = "completed", []any{item}
+	resp["usage"] = map[string]any{"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
+		"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
+	send("response.completed", map[string]any{"response": resp})
+}
+
+var codexSnippet = regexp.MustCompile(`(?m)^dsh:   Codex: export DSH_TOKEN="\$\(cat (\S+)\)", and in ~/\.codex/config\.toml: \[mcp_servers\.dsh\] url = "(\S+)" bearer_token_env_var = "DSH_TOKEN"$`)
+
+// TestCodexLongCallOverHTTP drives dsh serve --http with Codex CLI,
+// configured by the line dsh prints for it plus the approval setting the
+// README gives for codex exec, through a 70 s command, against a scripted
+// model.
+func TestCodexLongCallOverHTTP(t *testing.T) {
+	codex := clientPath(t, "DSH_TEST_CODEX", "Codex CLI")
+	if testing.Short() {
+		t.Skip("a 70 s call")
+	}
+	model := &scriptedResponses{command: "sleep 70; echo slow-done in $PWD"}
+	api := httptest.NewServer(model)
+	defer api.Close()
+
+	runtime, home, work := t.TempDir(), t.TempDir(), t.TempDir()
+	d := startHTTPEnv(t, []string{"XDG_RUNTIME_DIR=" + runtime}, "--workdir", work)
+	stderr := d.stderr.waitFor(t, "Codex: ", time.Minute)
+	m := codexSnippet.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no Codex line in:\n%s", stderr)
+	}
+	token, err := os.ReadFile(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := fmt.Sprintf(`model = "scripted"
+model_provider = "scripted"
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "SCRIPTED_API_KEY"
+
+[mcp_servers.dsh]
+url = "%s"
+bearer_token_env_var = "DSH_TOKEN"
+default_tools_approval_mode = "approve"
+`, api.URL, m[2])
+	codexHome := filepath.Join(home, ".codex")
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	run := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "Run the command.")
+	run.Env = append(os.Environ(), "HOME="+home, "CODEX_HOME="+codexHome, "SCRIPTED_API_KEY=sk-dsh-test",
+		"DSH_TOKEN="+strings.TrimSpace(string(token)))
+	run.Dir = work
+	out, err := run.CombinedOutput()
+	want := "slow-done in " + work
+	if err != nil || !strings.Contains(string(out), want) {
+		t.Fatalf("codex exec: %v\n%s\nthe model was given: %q", err, out, model.results)
+	}
+}
