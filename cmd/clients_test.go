@@ -122,6 +122,7 @@ var claudeSnippet = regexp.MustCompile(`(?m)^dsh:   Claude Code: (claude mcp add
 // scripted model. The command takes 70 s: longer than the 60 s after which
 // the client gives up on a silent request.
 func TestClaudeCodeLongCallOverHTTP(t *testing.T) {
+	t.Parallel() // 70 s each: the three overlap
 	claude := clientPath(t, "DSH_TEST_CLAUDE", "Claude Code")
 	if testing.Short() {
 		t.Skip("a 70 s call")
@@ -233,6 +234,7 @@ var codexSnippet = regexp.MustCompile(`(?m)^dsh:   Codex: export DSH_TOKEN="\$\(
 // README gives for codex exec, through a 70 s command, against a scripted
 // model.
 func TestCodexLongCallOverHTTP(t *testing.T) {
+	t.Parallel() // 70 s each: the three overlap
 	codex := clientPath(t, "DSH_TEST_CODEX", "Codex CLI")
 	if testing.Short() {
 		t.Skip("a 70 s call")
@@ -283,5 +285,124 @@ default_tools_approval_mode = "approve"
 	want := "slow-done in " + work
 	if err != nil || !strings.Contains(string(out), want) {
 		t.Fatalf("codex exec: %v\n%s\nthe model was given: %q", err, out, model.results)
+	}
+}
+
+// scriptedGemini is a Gemini API on loopback that plays a model for
+// Gemini CLI: offered dsh's bash tool (mcp_dsh_bash), it calls it with
+// command; given the call's response, it answers with it.
+type scriptedGemini struct {
+	command string
+	mu      sync.Mutex
+	results []string
+}
+
+func (m *scriptedGemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Contents []struct {
+			Parts []map[string]json.RawMessage `json:"parts"`
+		} `json:"contents"`
+		Tools []struct {
+			FunctionDeclarations []struct {
+				Name string `json:"name"`
+			} `json:"functionDeclarations"`
+		} `json:"tools"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	if strings.HasSuffix(r.URL.Path, ":countTokens") {
+		fmt.Fprint(w, `{"totalTokens":10}`)
+		return
+	}
+	offered, result := false, ""
+	for _, t := range req.Tools {
+		for _, f := range t.FunctionDeclarations {
+			offered = offered || f.Name == "mcp_dsh_bash"
+		}
+	}
+	if n := len(req.Contents); n > 0 {
+		for _, p := range req.Contents[n-1].Parts {
+			if fr, ok := p["functionResponse"]; ok {
+				result = string(fr)
+			}
+		}
+	}
+	var part map[string]any
+	if result == "" && offered {
+		part = map[string]any{"functionCall": map[string]any{"name": "mcp_dsh_bash", "args": map[string]string{"command": m.command}}}
+	} else {
+		m.mu.Lock()
+		m.results = append(m.results, result)
+		m.mu.Unlock()
+		part = map[string]any{"text": "the tool said: " + result}
+	}
+	resp, _ := json.Marshal(map[string]any{
+		"candidates":    []any{map[string]any{"index": 0, "finishReason": "STOP", "content": map[string]any{"role": "model", "parts": []any{part}}}},
+		"usageMetadata": map[string]any{"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+	})
+	if strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s\n\n", resp)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(resp)
+}
+
+var geminiSnippet = regexp.MustCompile(`(?m)^dsh:   Gemini CLI: export DSH_TOKEN="\$\(cat (\S+)\)", and in ~/\.gemini/settings\.json: (\{.*\})$`)
+
+// TestGeminiLongCallOverHTTP drives dsh serve --http with Gemini CLI,
+// configured by the settings dsh prints for it, headless with --yolo (the
+// README's flag), through a 70 s command, against a scripted model.
+func TestGeminiLongCallOverHTTP(t *testing.T) {
+	t.Parallel() // 70 s each: the three overlap
+	gemini := clientPath(t, "DSH_TEST_GEMINI", "Gemini CLI")
+	if testing.Short() {
+		t.Skip("a 70 s call")
+	}
+	model := &scriptedGemini{command: "sleep 70; echo slow-done in $PWD"}
+	api := httptest.NewServer(model)
+	defer api.Close()
+
+	runtime, home, work := t.TempDir(), t.TempDir(), t.TempDir()
+	d := startHTTPEnv(t, []string{"XDG_RUNTIME_DIR=" + runtime}, "--workdir", work)
+	stderr := d.stderr.waitFor(t, "Gemini CLI: ", time.Minute)
+	m := geminiSnippet.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no Gemini CLI line in:\n%s", stderr)
+	}
+	token, err := os.ReadFile(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// dsh's settings, plus what a headless run on a scratch machine
+	// needs: an API key login (the scripted model takes any key), and no
+	// folder-trust prompt.
+	var settings map[string]any
+	if err := json.Unmarshal([]byte(m[2]), &settings); err != nil {
+		t.Fatalf("the printed settings are not JSON: %v", err)
+	}
+	settings["security"] = map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}, "folderTrust": map[string]any{"enabled": false}}
+	data, _ := json.Marshal(settings)
+	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	// -m names a model, so the client does not first ask a router model
+	// which one to use.
+	run := exec.CommandContext(ctx, gemini, "-p", "Run the command.", "--yolo", "-m", "gemini-2.5-flash")
+	run.Env = append(os.Environ(), "HOME="+home, "GEMINI_API_KEY=dsh-test", "GOOGLE_GEMINI_BASE_URL="+api.URL,
+		"DSH_TOKEN="+strings.TrimSpace(string(token)))
+	run.Dir = work
+	out, err := run.CombinedOutput()
+	want := "slow-done in " + work
+	if err != nil || !strings.Contains(string(out), want) {
+		t.Fatalf("gemini -p: %v\n%s\nthe model was given: %q", err, out, model.results)
 	}
 }

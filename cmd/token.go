@@ -87,6 +87,7 @@ func clientSnippets(url, tokenFile string) []string {
 	return []string{
 		fmt.Sprintf(`Claude Code: claude mcp add --transport http dsh %s --header "Authorization: Bearer $(cat %s)"`, url, tokenFile),
 		fmt.Sprintf(`Codex: export DSH_TOKEN="$(cat %s)", and in ~/.codex/config.toml: [mcp_servers.dsh] url = "%s" bearer_token_env_var = "DSH_TOKEN"`, tokenFile, url),
+		fmt.Sprintf(`Gemini CLI: export DSH_TOKEN="$(cat %s)", and in ~/.gemini/settings.json: {"mcpServers": {"dsh": {"httpUrl": "%s", "headers": {"Authorization": "Bearer $DSH_TOKEN"}}}}`, tokenFile, url),
 		fmt.Sprintf(`Cursor: export DSH_TOKEN="$(cat %s)", and in .cursor/mcp.json: {"mcpServers": {"dsh": {"url": "%s", "headers": {"Authorization": "Bearer ${env:DSH_TOKEN}"}}}}`, tokenFile, url),
 	}
 }
