@@ -370,7 +370,7 @@ func (s *session) awaitStartup(ctx context.Context, sn *send) error {
 		s.motd = res.Viewport
 		return nil
 	case terminal.WaitSessionExit:
-		if s.closing {
+		if s.phase != sessionOpen {
 			return fmt.Errorf("terminal-bash: session %s: %w", s.id, terminal.ErrSessionClosing)
 		}
 		return fmt.Errorf("terminal-bash: shell exited during startup (%s): %q", res.Status, res.Viewport)

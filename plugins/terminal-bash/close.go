@@ -35,7 +35,7 @@ func (s *session) waitShell() {
 		s.log.Warn("shell wait failed", "err", err)
 	}
 	s.status = st
-	s.exitSeen = true
+	s.shell = max(s.shell, shellReaped)
 	if s.eof || s.masterClosed {
 		s.finishExitLocked()
 		return
@@ -93,10 +93,10 @@ func exitStatus(ps *os.ProcessState) terminal.Status {
 // finishExitLocked settles the live send as session_exit once the shell's
 // last output has been consumed.
 func (s *session) finishExitLocked() {
-	if s.exited {
+	if s.shell == shellDone {
 		return
 	}
-	s.exited = true
+	s.shell = shellDone
 	if sn := s.live; sn != nil {
 		s.settleLocked(sn, terminal.WaitSessionExit)
 	}
@@ -105,7 +105,7 @@ func (s *session) finishExitLocked() {
 // Close ends the session and everything it started. See terminal.Session.
 func (s *session) Close(ctx context.Context, reason string) error {
 	s.mu.Lock()
-	if s.closed {
+	if s.phase == sessionClosed {
 		s.mu.Unlock()
 		return nil
 	}
@@ -120,7 +120,7 @@ func (s *session) Close(ctx context.Context, reason string) error {
 	}
 	c := &closeCall{done: make(chan struct{})}
 	s.closeCall = c
-	s.closing = true
+	s.phase = sessionClosing
 	if sn := s.live; sn != nil {
 		s.settleLocked(sn, terminal.WaitSessionExit)
 	}
@@ -133,7 +133,7 @@ func (s *session) Close(ctx context.Context, reason string) error {
 	s.mu.Lock()
 	c.err = err
 	if err == nil {
-		s.closed = true
+		s.phase = sessionClosed
 	} else {
 		s.closeCall = nil // a later Close retries
 	}

@@ -100,7 +100,7 @@ func (s *session) writeCommandRest(sn *send, in *os.File, rest []byte) {
 	_, err := in.Write(rest)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err != nil && !errors.Is(err, os.ErrClosed) && !s.closing {
+	if err != nil && !errors.Is(err, os.ErrClosed) && s.phase == sessionOpen {
 		s.log.Warn("writing a command to the shell failed", "err", err)
 	}
 	sn.cmdWriting = false

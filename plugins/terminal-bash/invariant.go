@@ -97,7 +97,7 @@ func eachSession(check func(*session) error) error {
 // exit the reaper has not processed yet; it must within reapBound.
 func (s *session) checkShellExists(ctx context.Context) error {
 	s.mu.Lock()
-	running := !s.status.Exited && !s.closing && !s.closed
+	running := !s.status.Exited && s.phase == sessionOpen
 	s.mu.Unlock()
 	if !running || s.target.Shell.Alive() {
 		return nil

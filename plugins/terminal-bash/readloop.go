@@ -228,7 +228,7 @@ func (s *session) wake() {
 	// and turn every read into an instant timeout.
 	s.term.master.SetReadDeadline(time.Time{})
 	s.armed = time.Time{}
-	if s.exitSeen && !s.exited {
+	if s.shell == shellReaped {
 		s.drainLocked(drainExitReads)
 		s.finishExitLocked()
 		s.armLocked()
@@ -558,7 +558,7 @@ func (s *session) endOfOutput() {
 	s.segs = s.filter.Flush(s.segs[:0])
 	s.renderLocked()
 	s.eof = true
-	if s.exitSeen {
+	if s.shell >= shellReaped {
 		s.finishExitLocked()
 	}
 }
@@ -627,7 +627,7 @@ func (s *session) armLocked() {
 	switch sn := s.live; {
 	case s.masterClosed:
 		return
-	case s.exitSeen && !s.exited && !s.eof:
+	case s.shell == shellReaped && !s.eof:
 		at = time.Unix(1, 0)
 	case sn != nil:
 		at = sn.deadline

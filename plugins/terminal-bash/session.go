@@ -101,11 +101,9 @@ type session struct {
 	partialStale bool // the scrollback's partial line lags behind lines
 	motd         string
 	status       terminal.Status
-	exitSeen     bool // Wait returned; output written before the exit may still be unread
-	exited       bool // the exit has been fully processed
-	eof          bool // the read loop has ended
-	closing      bool
-	closed       bool
+	shell        shellPhase // how far the shell's end has been taken in
+	phase        closePhase // how far Close has got
+	eof          bool       // the read loop has ended
 	masterClosed bool
 	closeCall    *closeCall
 	slot         *send // holds the one-send slot
@@ -145,6 +143,28 @@ type session struct {
 	probeEvery time.Duration
 	armed      time.Time // the read deadline last set
 }
+
+// shellPhase is how far the session has taken in the shell's end.
+type shellPhase uint8
+
+const (
+	shellRunning shellPhase = iota
+	// shellReaped: Wait returned; output written before the exit may
+	// still be unread.
+	shellReaped
+	// shellDone: the exit has been fully processed.
+	shellDone
+)
+
+// closePhase is how far Close has got. A failed close stays closing, and
+// a later Close retries.
+type closePhase uint8
+
+const (
+	sessionOpen closePhase = iota
+	sessionClosing
+	sessionClosed
+)
 
 func newSession(id string, cfg settings, log *slog.Logger, term *ptyPair, ctl *control) *session {
 	return &session{
@@ -264,9 +284,9 @@ func (s *session) watchLocked(ctx context.Context, sn *send) {
 // usableLocked reports why no new send may start, if one may not.
 func (s *session) usableLocked() error {
 	switch {
-	case s.closing || s.closed:
+	case s.phase != sessionOpen:
 		return fmt.Errorf("terminal-bash: session %s: %w", s.id, terminal.ErrSessionClosing)
-	case s.exitSeen:
+	case s.shell >= shellReaped:
 		return fmt.Errorf("terminal-bash: session %s: %w (%s)", s.id, terminal.ErrSessionExited, s.status)
 	}
 	return nil

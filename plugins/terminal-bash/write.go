@@ -49,10 +49,10 @@ func (s *session) writeRest(sn *send, p []byte) {
 		// write finished first; the next write must not inherit it.
 		s.term.master.SetWriteDeadline(time.Time{})
 	}
-	if err != nil && !s.closing && !errors.Is(err, os.ErrDeadlineExceeded) {
+	if err != nil && s.phase == sessionOpen && !errors.Is(err, os.ErrDeadlineExceeded) {
 		s.log.Warn("terminal write failed", "err", err)
 	}
-	interrupt := sn.interruptPending && !s.closing
+	interrupt := sn.interruptPending && s.phase == sessionOpen
 	sn.interruptPending = false
 	sn.interrupting = interrupt
 	if interrupt {
@@ -83,7 +83,7 @@ func (s *session) interrupt(sn *send) {
 	s.mu.Unlock()
 	s.awaitInterruptible(nil)
 	s.mu.Lock()
-	skip := s.closing || s.exitSeen
+	skip := s.phase != sessionOpen || s.shell >= shellReaped
 	s.mu.Unlock()
 	var err error
 	if !skip {
@@ -96,7 +96,7 @@ func (s *session) interrupt(sn *send) {
 		}
 	}
 	s.mu.Lock()
-	if err != nil && !s.closing && !s.exitSeen {
+	if err != nil && s.phase == sessionOpen && s.shell == shellRunning {
 		s.log.Warn("terminal interrupt failed", "err", err)
 	}
 	sn.interrupting = false
