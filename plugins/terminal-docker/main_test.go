@@ -2,8 +2,6 @@ package terminaldocker
 
 import (
 	"context"
-	"errors"
-	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal-docker/dockertest"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
+	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
 func TestMain(m *testing.M) {
@@ -78,41 +77,12 @@ func spawn(t *testing.T, b *Backend, cwd string) *inband.Session {
 	return s
 }
 
-// run execs command, streaming, and returns its output and how it settled.
-func run(t *testing.T, s *inband.Session, command string) (string, terminal.SendResult) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	send, err := s.Exec(ctx, terminal.ExecRequest{Command: command, Stream: true})
-	if err != nil {
-		t.Fatalf("exec %q: %v", command, err)
-	}
-	var out strings.Builder
-	for {
-		chunk, err := send.Output(ctx)
-		out.WriteString(chunk)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("output: %v", err)
-		}
-	}
-	res, err := send.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out.String() + res.Viewport[strings.LastIndexByte(res.Viewport, '\n')+1:], res
-}
-
 // mustComplete runs command and checks that it completed with status code.
 func mustComplete(t *testing.T, s *inband.Session, command string, code int) string {
 	t.Helper()
-	out, res := run(t, s, command)
-	if res.Exec == nil || res.Exec.State != terminal.ExecCompleted || res.Exec.ExitCode != code {
-		t.Fatalf("%q settled %s with %+v, want completed with status %d; output:\n%s", command, res.Reason, res.Exec, code, out)
-	}
-	return out
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	return terminaltest.MustComplete(t, ctx, s, command, code)
 }
 
 func containerCount(t *testing.T, host string) int {

@@ -2,11 +2,8 @@ package terminalssh
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 
 	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
+	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
 // shared is the OpenSSH server most tests connect to.
@@ -101,22 +99,7 @@ func spawn(t testing.TB, b *Backend, cwd string) *inband.Session {
 // drain reads a send's output to io.EOF, then its result.
 func drain(t testing.TB, ctx context.Context, send terminal.Send) (string, terminal.SendResult) {
 	t.Helper()
-	var out strings.Builder
-	for {
-		chunk, err := send.Output(ctx)
-		out.WriteString(chunk)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("output: %v", err)
-		}
-	}
-	res, err := send.Wait(ctx)
-	if err != nil {
-		t.Fatalf("wait: %v", err)
-	}
-	return out.String(), res
+	return terminaltest.Drain(t, ctx, send)
 }
 
 // run execs command, streaming, and returns its output (with the line
@@ -125,23 +108,13 @@ func run(t testing.TB, s *inband.Session, command string) (string, terminal.Send
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	send, err := s.Exec(ctx, terminal.ExecRequest{Command: command, Stream: true})
-	if err != nil {
-		t.Fatalf("exec %q: %v", command, err)
-	}
-	out, res := drain(t, ctx, send)
-	if res.Exec == nil {
-		t.Fatalf("exec %q settled without an ExecResult: %+v", command, res)
-	}
-	return out + res.Viewport[strings.LastIndexByte(res.Viewport, '\n')+1:], res
+	return terminaltest.Exec(t, ctx, s, command)
 }
 
 // mustComplete runs command and checks that it completed with status code.
 func mustComplete(t testing.TB, s *inband.Session, command string, code int) string {
 	t.Helper()
-	out, res := run(t, s, command)
-	if res.Reason != terminal.WaitStdinRead || !res.Prompt || res.Exec.State != terminal.ExecCompleted || res.Exec.ExitCode != code {
-		t.Fatalf("exec %q settled %s (prompt %v) with %+v, want completed with status %d; output:\n%s", command, res.Reason, res.Prompt, *res.Exec, code, out)
-	}
-	return out
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	return terminaltest.MustComplete(t, ctx, s, command, code)
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -132,22 +131,7 @@ func spawn(t *testing.T) *Session {
 // drain reads a send's output to io.EOF, then its result.
 func drain(t testing.TB, ctx context.Context, send terminal.Send) (string, terminal.SendResult) {
 	t.Helper()
-	var out strings.Builder
-	for {
-		chunk, err := send.Output(ctx)
-		out.WriteString(chunk)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("output: %v", err)
-		}
-	}
-	res, err := send.Wait(ctx)
-	if err != nil {
-		t.Fatalf("wait: %v", err)
-	}
-	return out.String(), res
+	return terminaltest.Drain(t, ctx, send)
 }
 
 // mustComplete runs command and checks that it completed with status code.
@@ -155,15 +139,7 @@ func mustComplete(t testing.TB, s *Session, command string, code int) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	send, err := s.Exec(ctx, terminal.ExecRequest{Command: command, Stream: true})
-	if err != nil {
-		t.Fatalf("exec %q: %v", command, err)
-	}
-	out, res := drain(t, ctx, send)
-	if res.Reason != terminal.WaitStdinRead || !res.Prompt || res.Exec == nil || res.Exec.State != terminal.ExecCompleted || res.Exec.ExitCode != code {
-		t.Fatalf("exec %q settled %s (prompt %v) with %+v, want completed with status %d; output:\n%s", command, res.Reason, res.Prompt, res.Exec, code, out)
-	}
-	return out
+	return terminaltest.MustComplete(t, ctx, s, command, code)
 }
 
 // ptyBackend serves sessions on local PTYs, for the conformance kit.

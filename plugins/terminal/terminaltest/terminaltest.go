@@ -216,31 +216,14 @@ func (k *kit) send(t *testing.T, s terminal.Session, req terminal.SendRequest, d
 	if err != nil {
 		t.Fatalf("StartSend(%q): %v", req.Text, err)
 	}
-	var out string
 	if drain {
-		out = drainOutput(t, ctx, send)
+		return Drain(t, ctx, send)
 	}
 	res, err := send.Wait(ctx)
 	if err != nil {
 		t.Fatalf("Wait for %q: %v", req.Text, err)
 	}
-	return out, res
-}
-
-// drainOutput reads Output until io.EOF.
-func drainOutput(t *testing.T, ctx context.Context, send terminal.Send) string {
-	t.Helper()
-	var out strings.Builder
-	for {
-		chunk, err := send.Output(ctx)
-		out.WriteString(chunk)
-		if errors.Is(err, io.EOF) {
-			return out.String()
-		}
-		if err != nil {
-			t.Fatalf("Output: %v", err)
-		}
-	}
+	return "", res
 }
 
 // echo makes the terminal print text, checks that the streamed output
@@ -331,11 +314,7 @@ func (k *kit) checkSendOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := drainOutput(t, ctx, send)
-	res, err := send.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, res := Drain(t, ctx, send)
 	wantReady(t, res)
 	wantLineOnce(t, out, text)
 	// Settled and drained: Output stays at io.EOF, Cancel has nothing left
@@ -616,24 +595,10 @@ func (k *kit) executes(t *testing.T) bool {
 	return ok
 }
 
-// exec runs command through Exec, streaming, and returns the output (with
-// the line still being written last) and the first result.
+// exec runs command through Exec, streaming, within one step.
 func (k *kit) exec(t *testing.T, s terminal.Session, command string) (string, terminal.SendResult) {
 	t.Helper()
-	ctx := k.ctx(t)
-	send, err := s.(terminal.Executor).Exec(ctx, terminal.ExecRequest{Command: command, Stream: true})
-	if err != nil {
-		t.Fatalf("Exec(%q): %v", command, err)
-	}
-	out := drainOutput(t, ctx, send)
-	res, err := send.Wait(ctx)
-	if err != nil {
-		t.Fatalf("Wait for Exec(%q): %v", command, err)
-	}
-	if res.Exec == nil {
-		t.Fatalf("Exec(%q) settled without an ExecResult: %+v", command, res)
-	}
-	return out + res.Viewport[strings.LastIndexByte(res.Viewport, '\n')+1:], res
+	return Exec(t, k.ctx(t), s, command)
 }
 
 // wantCompleted checks that a command ran to its end with status code.

@@ -1,0 +1,67 @@
+package terminaltest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/dshdev/dsh/plugins/terminal"
+)
+
+// Helpers for a backend's own tests, beside the kit: what every backend's
+// tests do to run a command and read what it printed.
+
+// Drain reads send's output to io.EOF, then waits for its result.
+func Drain(t testing.TB, ctx context.Context, send terminal.Send) (string, terminal.SendResult) {
+	t.Helper()
+	var out strings.Builder
+	for {
+		chunk, err := send.Output(ctx)
+		out.WriteString(chunk)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Output: %v", err)
+		}
+	}
+	res, err := send.Wait(ctx)
+	if err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	return out.String(), res
+}
+
+// Exec runs command on s, which must be a terminal.Executor, streaming, and
+// returns its output (with the line still being written last) and how its
+// first send settled.
+func Exec(t testing.TB, ctx context.Context, s terminal.Session, command string) (string, terminal.SendResult) {
+	t.Helper()
+	ex, ok := s.(terminal.Executor)
+	if !ok {
+		t.Fatalf("session %T does not run commands (not a terminal.Executor)", s)
+	}
+	send, err := ex.Exec(ctx, terminal.ExecRequest{Command: command, Stream: true})
+	if err != nil {
+		t.Fatalf("Exec(%q): %v", command, err)
+	}
+	out, res := Drain(t, ctx, send)
+	if res.Exec == nil {
+		t.Fatalf("Exec(%q) settled without an ExecResult: %+v", command, res)
+	}
+	return out + res.Viewport[strings.LastIndexByte(res.Viewport, '\n')+1:], res
+}
+
+// MustComplete runs command as Exec does and requires that it ran to its
+// end, with the shell back at its prompt, and status code; it returns the
+// output.
+func MustComplete(t testing.TB, ctx context.Context, s terminal.Session, command string, code int) string {
+	t.Helper()
+	out, res := Exec(t, ctx, s, command)
+	if res.Reason != terminal.WaitStdinRead || !res.Prompt || res.Exec.State != terminal.ExecCompleted || res.Exec.ExitCode != code {
+		t.Fatalf("Exec(%q) settled %s (prompt %v) with %+v, want completed with status %d; output:\n%s", command, res.Reason, res.Prompt, *res.Exec, code, out)
+	}
+	return out
+}
