@@ -30,8 +30,8 @@ import (
 // Plain `go test` runs a small load; DSH_LOAD_FULL=1 runs 200 sessions × 50
 // calls, and DSH_LOAD_SESSIONS and DSH_LOAD_CALLS set other sizes:
 //
-//	DSH_LOAD_FULL=1 go test -run TestE2EHTTPLoad -v ./cmd/dsh
-//	DSH_LOAD_SESSIONS=1000 DSH_LOAD_CALLS=20 go test -run TestE2EHTTPLoad -v -timeout 30m ./cmd/dsh
+//	DSH_LOAD_FULL=1 go test -run TestE2EHTTPLoad -v ./cmd/
+//	DSH_LOAD_SESSIONS=1000 DSH_LOAD_CALLS=20 go test -run TestE2EHTTPLoad -v -timeout 30m ./cmd/
 func TestE2EHTTPLoad(t *testing.T) {
 	sessions, calls := 10, 10
 	if os.Getenv("DSH_LOAD_FULL") == "1" {
@@ -309,7 +309,7 @@ func openFDs(t testing.TB, pid int) int {
 // BenchmarkE2EStdioBashEcho measures one bash call's round trip through the
 // real binary over stdio: MCP framing, the tools service and the shell.
 //
-//	go test -run '^$' -bench BenchmarkE2EStdioBashEcho ./cmd/dsh
+//	go test -run '^$' -bench BenchmarkE2EStdioBashEcho ./cmd/
 func BenchmarkE2EStdioBashEcho(b *testing.B) {
 	cmd := exec.Command(dshBinary(b), "serve")
 	cs, err := newE2EClient().Connect(b.Context(), &mcp.CommandTransport{Command: cmd}, nil)

@@ -87,12 +87,26 @@ func BenchmarkExecSeq100k(b *testing.B) {
 }
 
 // BenchmarkSpawn measures a spawn up to the shell ready at its prompt, and
-// its close.
+// its close, unconfined and in the strictest sandbox (read-only, no
+// network).
 func BenchmarkSpawn(b *testing.B) {
+	for _, mode := range []string{"", terminal.SandboxReadOnly} {
+		name := "unconfined"
+		if mode != "" {
+			name = "sandboxed"
+		}
+		b.Run(name, func(b *testing.B) { benchSpawn(b, mode) })
+	}
+}
+
+func benchSpawn(b *testing.B, mode string) {
 	be := benchBackend(b)
+	if mode != "" {
+		be.sandbox.Network = false
+	}
 	ctx := context.Background()
 	for b.Loop() {
-		s, err := be.Spawn(ctx, terminal.SpawnSpec{SessionID: "bench", OwnerID: "bench"})
+		s, err := be.Spawn(ctx, terminal.SpawnSpec{SessionID: "bench", OwnerID: "bench", Sandbox: mode})
 		if err != nil {
 			b.Fatal(err)
 		}
