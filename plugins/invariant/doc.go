@@ -16,8 +16,8 @@
 // them always.
 //
 // Checks relate observations, over time where it matters, rather than
-// restate types: "a session id, once closed, never comes back" keeps what
-// it saw between runs. A check returns nil, or an error that says what it
+// restate types: "a session id never names two sessions" keeps what it
+// saw between runs. A check returns nil, or an error that says what it
 // saw.
 //
 // # Selection
