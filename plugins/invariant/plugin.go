@@ -59,19 +59,18 @@ func Install(pctx *host.Context, name string, checks ...Check) error {
 // realm. It is what `dsh serve --check-invariants` and the test harnesses
 // do to a deployment.
 func Augment(d *host.Deployment, reg *host.Registry) {
-	has := false
-	var walk func(list []*host.Entry) bool
-	walk = func(list []*host.Entry) bool {
+	var has func(list []*host.Entry) bool
+	has = func(list []*host.Entry) bool {
 		for _, e := range list {
-			if e.Name == PluginName || walk(e.Children) {
+			if e.Name == PluginName || has(e.Children) {
 				return true
 			}
 		}
 		return false
 	}
-	has = walk(d.Entries)
+	present := has(d.Entries)
 	d.Entries = addCompanions(d.Entries, "", reg)
-	if !has {
+	if !present {
 		d.Entries = append(d.Entries, &host.Entry{ID: PluginName, Path: PluginName, Name: PluginName})
 	}
 }

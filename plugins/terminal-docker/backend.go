@@ -252,8 +252,10 @@ func (b *Backend) hostShell(ctx context.Context, execID, containerID string) pro
 			return proc.Identity{}
 		case <-t.C:
 		}
+		// The attach has started the exec: one that is not running has
+		// ended already, and there is nothing to watch.
 		ei, err := b.api.ContainerExecInspect(ctx, execID)
-		if err != nil || (!ei.Running && ei.Pid == 0 && ei.ExitCode != 0) {
+		if err != nil || !ei.Running {
 			return proc.Identity{}
 		}
 		if ei.Pid > 0 {

@@ -45,11 +45,9 @@ func (l *execLink) Read(p []byte) (int, error) {
 	n, err := l.conn.Reader.Read(p)
 	if err != nil {
 		l.ended()
-		if n == 0 && !errors.Is(err, io.EOF) {
-			// A connection closed under the read is the stream's end.
-			if errors.Is(err, net.ErrClosed) {
-				err = io.EOF
-			}
+		// A connection closed under the read (Close) is the stream's end.
+		if errors.Is(err, net.ErrClosed) {
+			err = io.EOF
 		}
 	}
 	return n, err
