@@ -358,13 +358,13 @@ func cgroupSafe(id string) string {
 // send sn settling), which becomes the MOTD.
 func (s *session) awaitStartup(ctx context.Context, sn *send) error {
 	select {
-	case <-sn.done:
+	case <-sn.Done():
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res := sn.result
+	res := sn.Result()
 	switch res.Reason {
 	case terminal.WaitStdinRead:
 		s.motd = res.Viewport

@@ -165,7 +165,7 @@ func (s *session) endLocked(state terminal.ExecState, status int, notices string
 // breakLineLocked ends the line the terminal is writing, if any: it goes to
 // the scrollback as a line of its own, and is returned with its newline.
 func (s *session) breakLineLocked() string {
-	line := s.lines.Break(nil)
+	line := s.render.Break(nil)
 	if len(line) == 0 {
 		return ""
 	}

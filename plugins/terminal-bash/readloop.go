@@ -138,8 +138,7 @@ func (s *session) readRecords() {
 // scrollback, and to the live send or, between sends, to the unclaimed
 // buffer the next send starts with.
 func (s *session) consumeLocked(p []byte) {
-	s.segs = s.filter.Feed(s.segs[:0], p)
-	s.renderLocked()
+	s.deliverLocked(s.render.Write(p))
 	now := time.Now()
 	s.lastOutput = now
 	if s.claim == nil {
@@ -153,35 +152,27 @@ func (s *session) consumeLocked(p []byte) {
 	s.armLocked()
 }
 
-// renderLocked passes the filtered segments through the line renderer, then
-// delivers the committed lines.
-func (s *session) renderLocked() {
-	out := s.committed[:0]
-	for i := range s.segs {
-		out = s.lines.Write(out, s.segs[i])
-		s.segs[i].Text = "" // let the chunk's text go
-	}
+// deliverLocked hands on the lines the renderer committed: to the
+// scrollback, and to the live send or, between sends, to the unclaimed
+// buffer the next send starts with.
+func (s *session) deliverLocked(lines []byte) {
 	s.partialStale = true
-	if len(out) > 0 {
-		s.scroll.Append(out)
-		if sn := s.live; sn != nil {
-			sn.out.Append(out)
-			sn.notify()
-		} else {
-			s.unclaimed.Append(out)
-		}
+	if len(lines) == 0 {
+		return
 	}
-	if cap(out) > 1<<20 {
-		out = nil
+	s.scroll.Append(lines)
+	if sn := s.live; sn != nil {
+		sn.Deliver(lines)
+	} else {
+		s.unclaimed.Append(lines)
 	}
-	s.committed = out
 }
 
 // syncPartialLocked brings the scrollback's partial line up to date. It is
 // done on demand rather than per chunk, since it costs an allocation.
 func (s *session) syncPartialLocked() {
 	if s.partialStale {
-		s.scroll.SetPartial(s.lines.Partial())
+		s.scroll.SetPartial(s.render.Partial())
 		s.partialStale = false
 	}
 }
@@ -193,7 +184,7 @@ func (s *session) holdBack() {
 	for {
 		s.mu.Lock()
 		sn := s.live
-		if sn == nil || !sn.stream || sn.out.Len() <= s.cfg.maxRead {
+		if sn == nil || !sn.Stream() || sn.Out.Len() <= s.cfg.maxRead {
 			s.mu.Unlock()
 			return
 		}
@@ -211,7 +202,7 @@ func (s *session) holdBack() {
 		}
 		select {
 		case <-s.resume:
-		case <-sn.done:
+		case <-sn.Done():
 		case <-s.pause.C:
 		}
 		s.pause.Stop()
@@ -242,7 +233,7 @@ func (s *session) wake() {
 		return
 	}
 	now := time.Now()
-	if !sn.settled && !sn.inputBusy() && !now.Before(s.nextProbe) {
+	if !sn.Settled() && !sn.inputBusy() && !now.Before(s.nextProbe) {
 		s.lastProbe = now
 		gen, learn := s.boundaries, s.claim != nil && s.claim.kind == recordReady
 		s.mu.Unlock()
@@ -259,7 +250,7 @@ func (s *session) wake() {
 		s.verdictLocked(sn, v, gen, now)
 	}
 	switch {
-	case sn.settled:
+	case sn.Settled():
 	case !now.Before(sn.deadline):
 		s.settleLocked(sn, terminal.WaitTimeout)
 	case !sn.startup && !now.Before(s.lastOutput.Add(s.cfg.idle)):
@@ -413,7 +404,7 @@ func (s *session) isReady() bool {
 // stale: nothing seen before a boundary may settle a send after it.
 func (s *session) verdictLocked(sn *send, v verdict, gen uint64, now time.Time) {
 	switch {
-	case sn.settled:
+	case sn.Settled():
 		return
 	case gen != s.boundaries || sn.inputBusy():
 		return
@@ -474,8 +465,7 @@ func (s *session) atPromptLocked(sn *send) {
 // here, so it cannot swallow what the next command prints (a terminal
 // would go on waiting for its end; a prompt usually ends it).
 func (s *session) endOutputLocked() {
-	s.segs = s.filter.Flush(s.segs[:0])
-	s.renderLocked()
+	s.deliverLocked(s.render.Flush())
 }
 
 // drainProofReads bounds the reads made to collect output before a send
@@ -555,8 +545,7 @@ func (s *session) othersWaiting(pgid int) bool {
 func (s *session) endOfOutput() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.segs = s.filter.Flush(s.segs[:0])
-	s.renderLocked()
+	s.deliverLocked(s.render.Flush())
 	s.eof = true
 	if s.shell >= shellReaped {
 		s.finishExitLocked()
@@ -565,18 +554,14 @@ func (s *session) endOfOutput() {
 
 // settleLocked ends sn with reason. The send stops receiving output.
 func (s *session) settleLocked(sn *send, reason terminal.WaitReason) {
-	if sn.settled {
+	if sn.Settled() {
 		return
 	}
 	s.syncPartialLocked()
-	vp, truncated := sn.viewport(s.lines.Partial(), s.cfg.maxRead)
-	sn.result = terminal.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt}
-	sn.result.Exec = s.execResultLocked(sn)
-	sn.settled = true
-	close(sn.done)
-	if sn.stopWatch != nil {
-		sn.stopWatch()
-	}
+	vp, truncated := sn.Viewport(s.render.Partial(), s.cfg.maxRead)
+	res := terminal.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt}
+	res.Exec = s.execResultLocked(sn)
+	sn.Settle(res)
 	if s.live == sn {
 		s.live = nil
 	}
@@ -587,7 +572,7 @@ func (s *session) settleLocked(sn *send, reason terminal.WaitReason) {
 // releaseLocked frees the slot once sn has settled and nothing it started
 // is still running.
 func (s *session) releaseLocked(sn *send) {
-	if s.slot == sn && sn.settled && !sn.writing && !sn.cmdWriting && !sn.interrupting && !sn.interruptPending {
+	if s.slot == sn && sn.Settled() && !sn.writing && !sn.cmdWriting && !sn.interrupting && !sn.interruptPending {
 		s.slot = nil
 	}
 }

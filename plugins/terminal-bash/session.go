@@ -14,6 +14,7 @@ import (
 
 	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
 
@@ -92,13 +93,10 @@ type session struct {
 	workers  sync.WaitGroup // writes and interrupts running on their own
 
 	mu           sync.Mutex
-	filter       *screen.Filter
-	segs         []screen.Segment
-	lines        screen.Lines
-	committed    []byte // scratch: the lines one chunk commits
+	render       *screen.Renderer
 	lineBuf      []byte // scratch: the line typed for a command
 	scroll       *screen.Scrollback
-	partialStale bool // the scrollback's partial line lags behind lines
+	partialStale bool // the scrollback's partial line lags behind render
 	motd         string
 	status       terminal.Status
 	shell        shellPhase // how far the shell's end has been taken in
@@ -177,8 +175,7 @@ func newSession(id string, cfg settings, log *slog.Logger, term *ptyPair, ctl *c
 		loopDone:  make(chan struct{}),
 		waitDone:  make(chan struct{}),
 		ctlDone:   make(chan struct{}),
-		filter:    screen.NewFilter(0),
-		lines:     screen.Lines{MaxLineBytes: cfg.maxRead},
+		render:    screen.NewRenderer(cfg.maxRead),
 		scroll:    screen.NewScrollback(cfg.scrollLines, cfg.scrollBytes),
 		status:    terminal.Running,
 		unclaimed: screen.NewPending(cfg.maxRead, false),
@@ -220,7 +217,7 @@ func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (term
 	now := time.Now()
 	sn := newSend(s, req.Stream, now.Add(s.timeout(req.Timeout)))
 	sn.cmd = s.cur
-	s.unclaimed.MoveTo(&sn.out)
+	s.unclaimed.MoveTo(&sn.Out)
 	s.slot, s.live = sn, sn
 	input := []byte(req.Text)
 	if req.Submit {
@@ -230,7 +227,7 @@ func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (term
 		s.idle = false
 		if err := s.writeLocked(sn, input, now); err != nil {
 			s.slot, s.live = nil, nil
-			sn.out.MoveTo(&s.unclaimed)
+			sn.Out.MoveTo(&s.unclaimed)
 			s.mu.Unlock()
 			return nil, fmt.Errorf("terminal-bash: session %s: write: %w", s.id, err)
 		}
@@ -276,9 +273,7 @@ func (s *session) timeout(d time.Duration) time.Duration {
 
 // watchLocked cancels sn when ctx ends before it settles.
 func (s *session) watchLocked(ctx context.Context, sn *send) {
-	if !sn.settled && ctx.Done() != nil {
-		sn.stopWatch = context.AfterFunc(ctx, func() { sn.Cancel() })
-	}
+	sn.Watch(ctx, func() { sn.Cancel() })
 }
 
 // usableLocked reports why no new send may start, if one may not.
@@ -295,7 +290,7 @@ func (s *session) usableLocked() error {
 // busyLocked says what keeps a send in the slot.
 func (sn *send) busyLocked() string {
 	switch {
-	case !sn.settled:
+	case !sn.Settled():
 		return "a send is live"
 	case sn.writing || sn.cmdWriting:
 		return "draining the previous send's write"
@@ -306,28 +301,15 @@ func (sn *send) busyLocked() string {
 
 // Read returns a page of scrollback, counted back from the newest line.
 func (s *session) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
-	count := req.Count
-	if count == 0 {
-		count = defaultReadCount
-	}
 	s.mu.Lock()
 	s.syncPartialLocked()
-	page, err := s.scroll.Read(req.Offset, count, s.cfg.maxRead)
+	res, err := backendkit.ReadPage(s.scroll, req, s.cfg.maxRead)
 	s.mu.Unlock()
 	if err != nil {
-		return terminal.ReadResult{}, fmt.Errorf("terminal-bash: session %s: %w", s.id, err)
+		return res, fmt.Errorf("terminal-bash: session %s: %w", s.id, err)
 	}
-	return terminal.ReadResult{
-		Text:       page.Text,
-		TotalLines: page.TotalLines,
-		LineBegin:  page.LineBegin,
-		LineEnd:    page.LineEnd,
-		Truncated:  page.Truncated,
-	}, nil
+	return res, nil
 }
-
-// defaultReadCount is the page size of a Read that does not ask for one.
-const defaultReadCount = 500
 
 // signals are the signals a caller may send to the foreground group.
 var signals = map[terminal.Signal]unix.Signal{

@@ -493,7 +493,7 @@ func TestStaleProofDoesNotSettle(t *testing.T) {
 	gen := s.boundaries
 	s.boundaryLocked(time.Now()) // what Signal does while the read loop probes
 	s.verdictLocked(sn, sawWaiting, gen, time.Now())
-	settled, reason := sn.settled, sn.result.Reason
+	settled, reason := sn.Settled(), sn.Result().Reason
 	s.mu.Unlock()
 	if settled {
 		t.Fatalf("a proof from before a signal settled the send as %s", reason)

@@ -108,7 +108,7 @@ func (s *session) interrupt(sn *send) {
 // resumeLocked judges sn again once its write or interrupt has ended: the
 // proofs start over.
 func (s *session) resumeLocked(sn *send) {
-	if sn.settled || sn.inputBusy() {
+	if sn.Settled() || sn.inputBusy() {
 		return
 	}
 	s.reprobeLocked()

@@ -62,7 +62,7 @@ func (s *Session) kickClock() {
 // terminal back for the caller, the terminal is not silent.
 func (s *Session) tickLocked(now time.Time) (time.Time, *send) {
 	sn := s.live
-	if sn == nil || sn.settled {
+	if sn == nil || sn.Settled() {
 		return time.Time{}, nil
 	}
 	if !now.Before(sn.deadline) {
@@ -125,7 +125,7 @@ func (s *Session) prove(sn *send) {
 		s.log.Debug("the stdin proof failed", "err", err)
 		return
 	}
-	if waiting && s.live == sn && !sn.settled && s.lastOutput.Equal(before) && !s.paused {
+	if waiting && s.live == sn && !sn.Settled() && s.lastOutput.Equal(before) && !s.paused {
 		s.settleLocked(sn, terminal.WaitStdinRead)
 	}
 }

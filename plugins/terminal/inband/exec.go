@@ -115,7 +115,7 @@ func (s *Session) execResultLocked(sn *send) *terminal.ExecResult {
 // breakLineLocked ends the line the terminal is writing, if any: it goes to
 // the scrollback as a line of its own and is returned with its newline.
 func (s *Session) breakLineLocked() string {
-	line := s.lines.Break(nil)
+	line := s.render.Break(nil)
 	if len(line) == 0 {
 		return ""
 	}

@@ -101,54 +101,42 @@ func (s *Session) outputLocked(p []byte) {
 
 // renderRawLocked renders terminal bytes.
 func (s *Session) renderRawLocked(p []byte) {
-	s.segs = s.filter.Feed(s.segs[:0], p)
-	s.renderLocked()
+	s.deliverLocked(s.render.Write(p))
 }
 
-// renderLocked passes the filtered segments through the line renderer and
-// delivers the committed lines: before the first prompt to the startup
-// tail only; then to the scrollback and to whoever they belong to (the
-// ended command's notices, the live send, or the next send).
-func (s *Session) renderLocked() {
-	out := s.committed[:0]
-	for i := range s.segs {
-		out = s.lines.Write(out, s.segs[i])
-		s.segs[i].Text = "" // let the chunk's text go
-	}
+// deliverLocked hands on the lines the renderer committed: before the first
+// prompt to the startup tail only; then to the scrollback and to whoever
+// they belong to (the ended command's notices, the live send, or the next
+// send).
+func (s *Session) deliverLocked(lines []byte) {
 	s.partialStale = true
 	switch {
-	case len(out) == 0:
+	case len(lines) == 0:
 	case !s.ready:
-		s.startTail.Append(out)
+		s.startTail.Append(lines)
 	default:
-		s.scroll.Append(out)
+		s.scroll.Append(lines)
 		if c := s.cur; c != nil && c.ended && !c.over {
-			c.notices.Append(out)
+			c.notices.Append(lines)
 		} else if sn := s.live; sn != nil {
-			sn.out.Append(out)
-			sn.notify()
+			sn.Deliver(lines)
 		} else {
-			s.unclaimed.Append(out)
+			s.unclaimed.Append(lines)
 		}
 	}
-	if cap(out) > 1<<20 {
-		out = nil
-	}
-	s.committed = out
 }
 
 // endOutputLocked ends what a command printed: an escape or UTF-8 sequence
 // it left unfinished is ended here, so it cannot swallow what comes next.
 func (s *Session) endOutputLocked() {
-	s.segs = s.filter.Flush(s.segs[:0])
-	s.renderLocked()
+	s.deliverLocked(s.render.Flush())
 }
 
 // syncPartialLocked brings the scrollback's partial line up to date. It is
 // done on demand rather than per chunk, since it costs an allocation.
 func (s *Session) syncPartialLocked() {
 	if s.partialStale && s.ready {
-		s.scroll.SetPartial(s.lines.Partial())
+		s.scroll.SetPartial(s.render.Partial())
 	}
 	s.partialStale = false
 }
@@ -200,7 +188,7 @@ func (s *Session) promptLocked(status int) {
 		// What ran before is the login's and the plumbing's, not the
 		// session's: the session starts on a clean line.
 		s.endOutputLocked()
-		s.lines.Break(nil)
+		s.render.Break(nil)
 		s.ready, s.idle = true, true
 		if sn := s.live; sn != nil && sn.startup {
 			sn.atPrompt = true
@@ -233,24 +221,20 @@ func (s *Session) promptLocked(status int) {
 
 // settleLocked ends sn with reason. The send stops receiving output.
 func (s *Session) settleLocked(sn *send, reason terminal.WaitReason) {
-	if sn.settled {
+	if sn.Settled() {
 		return
 	}
-	partial := s.lines.Partial()
+	partial := s.render.Partial()
 	if c := sn.cmd; c != nil && c.ended {
 		partial = c.partial
 	}
-	vp, truncated := sn.viewport(partial, MaxReadBytes)
-	sn.result = terminal.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt}
-	sn.result.Exec = s.execResultLocked(sn)
+	vp, truncated := sn.Viewport(partial, MaxReadBytes)
+	res := terminal.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt}
+	res.Exec = s.execResultLocked(sn)
 	if sn.atPrompt {
 		s.answeredLocked(sn)
 	}
-	sn.settled = true
-	close(sn.done)
-	if sn.stopWatch != nil {
-		sn.stopWatch()
-	}
+	sn.Settle(res)
 	if s.live == sn {
 		s.live = nil
 	}
@@ -259,7 +243,7 @@ func (s *Session) settleLocked(sn *send, reason terminal.WaitReason) {
 
 // releaseLocked frees the slot once sn has settled and its writes are over.
 func (s *Session) releaseLocked(sn *send) {
-	if s.slot == sn && sn.settled && sn.writes == 0 {
+	if s.slot == sn && sn.Settled() && sn.writes == 0 {
 		s.slot = nil
 	}
 }
@@ -272,7 +256,7 @@ func (s *Session) holdBack() {
 	for {
 		s.mu.Lock()
 		sn := s.live
-		if sn == nil || !sn.stream || sn.out.Len() <= MaxReadBytes {
+		if sn == nil || !sn.Stream() || sn.Out.Len() <= MaxReadBytes {
 			s.paused = false
 			s.mu.Unlock()
 			return
@@ -281,7 +265,7 @@ func (s *Session) holdBack() {
 		s.mu.Unlock()
 		select {
 		case <-s.resume:
-		case <-sn.done:
+		case <-sn.Done():
 		case <-s.quit:
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
 
@@ -110,12 +111,9 @@ type Session struct {
 
 	mu           sync.Mutex
 	scan         scanner
-	filter       *screen.Filter
-	segs         []screen.Segment
-	lines        screen.Lines
-	committed    []byte // scratch: the lines one chunk commits
+	render       *screen.Renderer
 	scroll       *screen.Scrollback
-	partialStale bool           // the scrollback's partial line lags behind lines
+	partialStale bool           // the scrollback's partial line lags behind render
 	startTail    screen.Pending // output before the first prompt, for errors
 	ready        bool           // the first prompt was seen
 	status       terminal.Status
@@ -168,8 +166,7 @@ func newSession(link Link, o Options) *Session {
 		waitDone:  make(chan struct{}),
 		clockDone: make(chan struct{}),
 		writeDone: make(chan struct{}),
-		filter:    screen.NewFilter(0),
-		lines:     screen.Lines{MaxLineBytes: MaxReadBytes},
+		render:    screen.NewRenderer(MaxReadBytes),
 		scroll:    screen.NewScrollback(scrollbackLines, scrollbackBytes),
 		startTail: screen.NewPending(startTailBytes, false),
 		status:    terminal.Running,
@@ -226,7 +223,7 @@ func (s *Session) StartSend(ctx context.Context, req terminal.SendRequest) (term
 	now := time.Now()
 	sn := newSend(s, req.Stream, now.Add(s.timeout(req.Timeout)))
 	sn.cmd = s.cur
-	s.unclaimed.MoveTo(&sn.out)
+	s.unclaimed.MoveTo(&sn.Out)
 	s.slot, s.live = sn, sn
 	s.lastOutput = now
 	s.resetProbeLocked(now)
@@ -255,7 +252,7 @@ func (s *Session) startableLocked() error {
 	}
 	if sn := s.slot; sn != nil {
 		why := "a send is live"
-		if sn.settled {
+		if sn.Settled() {
 			why = "the previous send's input is still being written"
 		}
 		return fmt.Errorf("%s: %w (%s)", s.who, terminal.ErrSendActive, why)
@@ -284,34 +281,19 @@ func (s *Session) timeout(d time.Duration) time.Duration {
 
 // watchLocked cancels sn when ctx ends before it settles.
 func (s *Session) watchLocked(ctx context.Context, sn *send) {
-	if !sn.settled && ctx.Done() != nil {
-		sn.stopWatch = context.AfterFunc(ctx, func() { sn.Cancel() })
-	}
+	sn.Watch(ctx, func() { sn.Cancel() })
 }
 
 // Read returns a page of scrollback, counted back from the newest line.
 func (s *Session) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
-	count := req.Count
-	if count == 0 {
-		count = defaultReadCount
-	}
 	s.mu.Lock()
 	s.syncPartialLocked()
-	page, err := s.scroll.Read(req.Offset, count, MaxReadBytes)
+	res, err := backendkit.ReadPage(s.scroll, req, MaxReadBytes)
 	s.mu.Unlock()
 	if err != nil {
-		return terminal.ReadResult{}, fmt.Errorf("%s: %w", s.who, err)
+		return res, fmt.Errorf("%s: %w", s.who, err)
 	}
-	return terminal.ReadResult{
-		Text:       page.Text,
-		TotalLines: page.TotalLines,
-		LineBegin:  page.LineBegin,
-		LineEnd:    page.LineEnd,
-		Truncated:  page.Truncated,
-	}, nil
+	return res, nil
 }
-
-// defaultReadCount is the page size of a Read that does not ask for one.
-const defaultReadCount = 500
 
 var _ terminal.Session = (*Session)(nil)

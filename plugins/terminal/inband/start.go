@@ -47,14 +47,14 @@ func (s *Session) awaitStartup(ctx context.Context, dir string) error {
 
 	where, sentinel := s.opts.Where, s.opts.StartErr
 	select {
-	case <-sn.done:
+	case <-sn.Done():
 	case <-ctx.Done():
 		return fmt.Errorf("%s: %s: starting the shell: %w", s.opts.Prefix, where, context.Cause(ctx))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	res := sn.result
-	tail := strings.TrimSpace(s.startTail.Take() + s.lines.Partial())
+	res := sn.Result()
+	tail := strings.TrimSpace(s.startTail.Take() + s.render.Partial())
 	switch {
 	case res.Reason == terminal.WaitStdinRead:
 		return nil

@@ -7,42 +7,27 @@ import (
 	"testing"
 )
 
-// pipeline is the PTY reader's loop as the bash session runs it.
+// pipeline is the PTY reader's loop as the sessions run it.
 type pipeline struct {
-	f    *Filter
-	l    Lines
-	sb   *Scrollback
-	segs []Segment
-	out  []byte
+	r  *Renderer
+	sb *Scrollback
 }
 
 func newPipeline() *pipeline {
-	return &pipeline{f: NewFilter(0), sb: NewScrollback(10000, 4<<20)}
-}
-
-// reset starts a new session, keeping the reader's scratch slices as a
-// long-running read loop would.
-func (p *pipeline) reset() {
-	p.f, p.l, p.sb = NewFilter(0), Lines{}, NewScrollback(10000, 4<<20)
+	return &pipeline{r: NewRenderer(0), sb: NewScrollback(10000, 4<<20)}
 }
 
 func (p *pipeline) feed(chunk []byte) {
-	p.segs = p.f.Feed(p.segs[:0], chunk)
-	p.out = p.out[:0]
-	for _, s := range p.segs {
-		p.out = p.l.Write(p.out, s)
-	}
-	p.sb.Append(p.out)
-	p.sb.SetPartial(p.l.Partial())
+	p.sb.Append(p.r.Write(chunk))
+	p.sb.SetPartial(p.r.Partial())
 }
 
 func runPipeline(b *testing.B, input []byte, chunk int) {
 	b.Helper()
 	b.SetBytes(int64(len(input)))
 	b.ReportAllocs()
-	p := newPipeline()
 	for b.Loop() {
-		p.reset()
+		p := newPipeline()
 		for i := 0; i < len(input); i += chunk {
 			p.feed(input[i:min(i+chunk, len(input))])
 		}
