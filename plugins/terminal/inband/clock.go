@@ -56,11 +56,21 @@ func (s *Session) kickClock() {
 	}
 }
 
-// tickLocked settles the live send whose deadline or silence bound has
-// passed, and returns when to look next (zero: nothing to time), or the
-// send whose stdin proof is due now. While the read loop holds the
-// terminal back for the caller, the terminal is not silent.
+// tickLocked does what is due at now, and returns when to look next (zero:
+// nothing to time), or the send whose stdin proof is due now.
 func (s *Session) tickLocked(now time.Time) (time.Time, *send) {
+	next, probe := s.timeSendLocked(now)
+	if at := s.retypeLocked(now); !at.IsZero() && (next.IsZero() || at.Before(next)) {
+		next = at
+	}
+	return next, probe
+}
+
+// timeSendLocked settles the live send whose deadline or silence bound has
+// passed, and returns when to look at it next (zero: nothing to time), or
+// the send whose stdin proof is due now. While the read loop holds the
+// terminal back for the caller, the terminal is not silent.
+func (s *Session) timeSendLocked(now time.Time) (time.Time, *send) {
 	sn := s.live
 	if sn == nil || sn.Settled() {
 		return time.Time{}, nil
@@ -72,6 +82,7 @@ func (s *Session) tickLocked(now time.Time) (time.Time, *send) {
 	if sn.startup {
 		return sn.deadline, nil
 	}
+
 	if s.paused {
 		s.lastOutput = now
 	}

@@ -116,7 +116,11 @@
 // interrupt for a command whose line is typed but not yet taken waits for
 // its begin marker, so it reaches the command and not the shell about to
 // read it. A job that is starting (forked, not yet given the terminal)
-// when ^C arrives misses it; the shell ignores it. SIGTERM and SIGHUP have
+// when ^C arrives misses it: the shell takes it, prints a newline and goes
+// on waiting for the job. So a character typed for a command that began
+// less than a second ago and has printed nothing is typed again, from
+// 250 ms on at doubling intervals for two seconds, until the command is
+// over or prints something. SIGTERM and SIGHUP have
 // no terminal character and fail with ErrUnsupportedSignal; SIGKILL always
 // fails with ErrRefuseKillShell, since whether the shell itself is in the
 // foreground cannot be told. While the shell is idle at its prompt a

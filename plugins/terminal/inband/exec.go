@@ -21,8 +21,11 @@ type command struct {
 	// may have it, and a connection that dies before the begin marker
 	// arrives leaves unknown whether the shell ran it.
 	sent bool
-	// begun: the shell took the line (its begin marker).
-	begun bool
+	// begun: the shell took the line (its begin marker), at begunAt.
+	begun   bool
+	begunAt time.Time
+	// printed: the terminal printed something since the begin marker.
+	printed bool
 	// ended: the line ran to its end (its end marker); the status is in res.
 	ended bool
 	// over: the shell is back at its prompt after the command.

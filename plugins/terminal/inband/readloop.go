@@ -1,6 +1,7 @@
 package inband
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"time"
@@ -89,6 +90,12 @@ func (s *Session) finishExitLocked() {
 // command's line and the shell taking it waits, for the echo to be removed
 // (see releasePreLocked).
 func (s *Session) outputLocked(p []byte) {
+	if s.retype != 0 && bytes.ContainsFunc(p, isVisible) {
+		s.retype = 0 // the job answered
+	}
+	if c := s.cur; c != nil && c.begun {
+		c.printed = true
+	}
 	if c := s.cur; c != nil && s.ready && !c.preDone {
 		c.pre = append(c.pre, p...)
 		if len(c.pre) > len(c.typed)+maxPreBytes {
@@ -98,6 +105,9 @@ func (s *Session) outputLocked(p []byte) {
 	}
 	s.renderRawLocked(p)
 }
+
+// isVisible reports whether r is more than a line break.
+func isVisible(r rune) bool { return r != '\r' && r != '\n' }
 
 // renderRawLocked renders terminal bytes.
 func (s *Session) renderRawLocked(p []byte) {
@@ -156,10 +166,10 @@ func (s *Session) markerLocked(payload []byte) {
 			return
 		}
 		s.releasePreLocked(c)
-		c.begun = true
+		c.begun, c.begunAt = true, time.Now()
 		c.res.State = terminal.ExecRunning
 		if c.deferred != 0 {
-			s.enqueueLocked(&writeJob{data: []byte{c.deferred}})
+			s.typeSignalLocked(c.deferred)
 			c.deferred = 0
 		}
 	case markEnd:

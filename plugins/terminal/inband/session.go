@@ -142,6 +142,12 @@ type Session struct {
 	echoing bool
 	// queue is the text waiting for the writer, oldest first.
 	queue []*writeJob
+	// retype is an interrupt character that may have been lost, to be
+	// typed again at retypeAt unless the terminal answers first (see
+	// retypeLocked); 0 for none.
+	retype      byte
+	retypeAt    time.Time
+	retypeEvery time.Duration
 }
 
 func newSession(link Link, o Options) *Session {

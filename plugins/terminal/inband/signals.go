@@ -3,6 +3,7 @@ package inband
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/dshdev/dsh/plugins/terminal"
 )
@@ -72,5 +73,58 @@ func (s *Session) interruptLocked(char byte) {
 		c.flushed = true
 	}
 	s.idle = false
+	s.typeSignalLocked(char)
+}
+
+// typeSignalLocked queues a signal character for the terminal, and watches
+// whether it was lost (see retypeLocked).
+func (s *Session) typeSignalLocked(char byte) {
 	s.enqueueLocked(&writeJob{data: []byte{char}})
+	s.retype = 0
+	c := s.cur
+	now := time.Now()
+	if c == nil || !c.begun || c.over || c.printed || now.Sub(c.begunAt) > retypeWindow {
+		return
+	}
+	s.retype, s.retypeEvery = char, retypeFirst
+	s.retypeAt = now.Add(retypeFirst)
+	s.kickClock()
+}
+
+// An interrupt can be lost. Between printing a command's begin marker and
+// the command's job taking the terminal for itself, the shell is the
+// terminal's foreground: a signal character typed then signals only the
+// shell, which notes it and waits for the job. A character typed for a
+// command that began a moment ago and has printed nothing is therefore
+// typed again until the command is over or prints something (the shell's
+// own answer is a bare newline): after retypeFirst, then at doubling
+// intervals, up to retypeLast.
+const (
+	retypeWindow = time.Second
+	retypeFirst  = 250 * time.Millisecond
+	retypeLast   = 2 * time.Second
+)
+
+// retypeLocked types the watched signal character again when it is due,
+// and returns when to look next (zero: nothing is watched).
+func (s *Session) retypeLocked(now time.Time) time.Time {
+	if s.retype == 0 {
+		return time.Time{}
+	}
+	if c := s.cur; c == nil || c.over {
+		s.retype = 0
+		return time.Time{}
+	}
+	if now.Before(s.retypeAt) {
+		return s.retypeAt
+	}
+	s.log.Debug("the terminal did not answer an interrupt; typing it again")
+	s.enqueueLocked(&writeJob{data: []byte{s.retype}})
+	if s.retypeEvery >= retypeLast {
+		s.retype = 0
+		return time.Time{}
+	}
+	s.retypeEvery *= 2
+	s.retypeAt = now.Add(s.retypeEvery)
+	return s.retypeAt
 }
