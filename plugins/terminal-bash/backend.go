@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/sandbox"
+	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 )
 
 // Backend starts bash sessions on PTYs. It remembers the sessions it
@@ -45,9 +45,7 @@ type Backend struct {
 	// later either, and the tracker alone is used from then on.
 	noCgroup atomic.Bool
 
-	mu       sync.Mutex
-	sessions map[*session]struct{}
-	shutdown bool
+	sessions backendkit.Sessions[*session]
 }
 
 // NewBackend returns a backend for cfg, which must be valid. log may be nil.
@@ -77,7 +75,6 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 		env:       cfg.Env,
 		sandbox:   cfg.Sandbox,
 		checked:   make(map[string]error),
-		sessions:  make(map[*session]struct{}),
 	}
 	liveBackends.Store(b, struct{}{})
 	return b, nil
@@ -192,19 +189,14 @@ func (b *Backend) launch(spec terminal.SpawnSpec, term *ptyPair, ctl *control, c
 	s := newSession(spec.SessionID, b.cfg, b.log.With("session", spec.SessionID), term, ctl)
 	s.shellCmd, s.pid, s.sandboxMode = cmd, shell.PID, string(pol.Mode)
 	s.target = proc.Target{Shell: shell, Tracker: proc.NewTracker(shell), Cgroup: cg}
-	s.forget = b.forget
+	s.forget = b.sessions.Remove
 	now := time.Now()
 	sn := newSend(s, false, now.Add(b.cfg.timeout))
 	sn.startup = true
 	s.slot, s.live = sn, sn
-
-	b.mu.Lock()
-	shutdown := b.shutdown
-	if !shutdown {
-		b.sessions[s] = struct{}{}
-	}
-	b.mu.Unlock()
-
+	// Kept before its goroutines start, so that a backend closing now
+	// closes it; refused after that, it is closed here once they run.
+	added := b.sessions.Add(s)
 	s.mu.Lock()
 	s.boundaryLocked(now)
 	s.armLocked()
@@ -212,13 +204,8 @@ func (b *Backend) launch(spec terminal.SpawnSpec, term *ptyPair, ctl *control, c
 	go s.readLoop()
 	go s.readRecords()
 	go s.waitShell()
-	if shutdown {
-		cctx, cancel := context.WithTimeout(context.Background(), b.closeBudget())
-		defer cancel()
-		if cerr := s.Close(cctx, "PTY startup failed"); cerr != nil {
-			return nil, nil, &terminal.CleanupError{StartErr: errShutdown, CleanupErr: cerr}
-		}
-		return nil, nil, errShutdown
+	if !added {
+		return nil, nil, backendkit.Refuse(context.Background(), s, b.closeBudget(), errShutdown)
 	}
 	return s, sn, nil
 }
@@ -328,7 +315,7 @@ func (b *Backend) newCgroup(sessionID string) *proc.Cgroup {
 	if b.noCgroup.Load() {
 		return nil
 	}
-	name, err := proc.LeafName(strconv.FormatUint(cgroupSeq.Add(1), 10) + "-" + cgroupSafe(sessionID))
+	name, err := proc.LeafName(strconv.FormatUint(cgroupSeq.Add(1), 10) + "-" + backendkit.SafeName(sessionID))
 	var cg *proc.Cgroup
 	if err == nil {
 		cg, err = proc.NewCgroup(name)
@@ -341,17 +328,6 @@ func (b *Backend) newCgroup(sessionID string) *proc.Cgroup {
 		return nil
 	}
 	return cg
-}
-
-// cgroupSafe keeps a session id usable as one path element.
-func cgroupSafe(id string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
-		}
-		return '_'
-	}, id)
 }
 
 // awaitStartup waits for the shell's first controlled prompt (the startup
@@ -378,46 +354,21 @@ func (s *session) awaitStartup(ctx context.Context, sn *send) error {
 	return fmt.Errorf("terminal-bash: shell did not reach its prompt within %v: %q", s.cfg.timeout, res.Viewport)
 }
 
-func (b *Backend) forget(s *session) {
-	b.mu.Lock()
-	delete(b.sessions, s)
-	b.mu.Unlock()
-}
-
-func (b *Backend) live() []*session {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := make([]*session, 0, len(b.sessions))
-	for s := range b.sessions {
-		out = append(out, s)
-	}
-	return out
-}
-
 // Close stops new spawns and closes every session the backend still owns,
 // concurrently, returning when they are all gone or joining the errors of
 // those that are not. Sessions already closed by someone else are skipped;
 // closing one twice is harmless anyway.
 func (b *Backend) Close(ctx context.Context) error {
-	b.mu.Lock()
-	b.shutdown = true
-	b.mu.Unlock()
-	sessions := b.live()
-	errs := make([]error, len(sessions))
-	var wg sync.WaitGroup
-	for i, s := range sessions {
-		wg.Go(func() { errs[i] = s.Close(ctx, "terminal-bash backend unloaded") })
-	}
-	wg.Wait()
+	err := b.sessions.Close(ctx, "terminal-bash backend unloaded")
 	liveBackends.Delete(b)
-	return errors.Join(errs...)
+	return err
 }
 
 // KillAll sends SIGKILL to everything every open session captured, without
 // waiting: for a host that is exiting and cannot afford Close. It never
 // blocks on a process.
 func (b *Backend) KillAll() {
-	for _, s := range b.live() {
+	for _, s := range b.sessions.List() {
 		s.killNow()
 	}
 }

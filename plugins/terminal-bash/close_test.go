@@ -196,7 +196,7 @@ func TestSpawnFailures(t *testing.T) {
 			if pids := processesWith(t, token); len(pids) > 0 {
 				t.Errorf("processes left behind: %v", pids)
 			}
-			if n := len(b.live()); n != 0 {
+			if n := len(b.sessions.List()); n != 0 {
 				t.Errorf("backend still owns %d sessions", n)
 			}
 		})

@@ -82,7 +82,7 @@ func Invariants() []invariant.Check {
 func eachSession(check func(*session) error) error {
 	var errs []error
 	liveBackends.Range(func(k, _ any) bool {
-		for _, s := range k.(*Backend).live() {
+		for _, s := range k.(*Backend).sessions.List() {
 			if err := check(s); err != nil {
 				errs = append(errs, err)
 			}

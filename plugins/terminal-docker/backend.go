@@ -12,7 +12,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
 )
 
@@ -56,9 +56,7 @@ type Backend struct {
 	// the shell here too (hostShell checks that it does).
 	local bool
 
-	mu       sync.Mutex
-	sessions map[*inband.Session]struct{}
-	shutdown bool
+	sessions backendkit.Sessions[*inband.Session]
 }
 
 // New connects to the daemon and checks the image or container, so that a
@@ -79,7 +77,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
-	b := &Backend{cfg: *cfg, api: api, log: log, sessions: make(map[*inband.Session]struct{})}
+	b := &Backend{cfg: *cfg, api: api, log: log}
 	if err := b.check(ctx); err != nil {
 		api.Close()
 		return nil, err
@@ -139,10 +137,7 @@ func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.
 	if err := terminal.RefuseSandbox("terminal-docker", spec); err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	shutdown := b.shutdown
-	b.mu.Unlock()
-	if shutdown {
+	if b.sessions.Closed() {
 		return nil, errShutdown
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(b.cfg.TimeoutMs)*time.Millisecond)
@@ -161,7 +156,7 @@ func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.
 		Timeout:  time.Duration(b.cfg.TimeoutMs) * time.Millisecond,
 		PID:      link.shell.PID,
 		Log:      b.log.With("session", spec.SessionID, "container", shortID(link.container)),
-		Forget:   b.forget,
+		Forget:   b.sessions.Remove,
 	}
 	if link.shell.PID != 0 {
 		o.WaitingForInput = link.waitingForInput
@@ -173,17 +168,9 @@ func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.
 	if link.shell.PID != 0 {
 		link.learnPromptRead(ctx)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.shutdown {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inspectBound)
-		defer cancel()
-		if cerr := s.Close(cctx, "backend closed"); cerr != nil {
-			return nil, &terminal.CleanupError{StartErr: errShutdown, CleanupErr: cerr}
-		}
-		return nil, errShutdown
+	if !b.sessions.Add(s) {
+		return nil, backendkit.Refuse(ctx, s, inspectBound, errShutdown)
 	}
-	b.sessions[s] = struct{}{}
 	return s, nil
 }
 
@@ -309,7 +296,7 @@ func (b *Backend) create(ctx context.Context, spec terminal.SpawnSpec) (string, 
 		OpenStdin: true,
 		Labels:    map[string]string{"dsh.session": spec.SessionID, "dsh.owner": spec.OwnerID},
 	}
-	name := "dsh-" + safeName(spec.SessionID) + "-" + randomSuffix()
+	name := "dsh-" + backendkit.SafeName(spec.SessionID) + "-" + randomSuffix()
 	created, err := b.api.ContainerCreate(ctx, cc, hc, nil, nil, name)
 	if err != nil {
 		return "", false, fmt.Errorf("%w: create a container from %q: %v", ErrShell, b.cfg.Image, err)
@@ -332,43 +319,15 @@ func (b *Backend) env(spec terminal.SpawnSpec) []string {
 	return env
 }
 
-func (b *Backend) forget(s *inband.Session) {
-	b.mu.Lock()
-	delete(b.sessions, s)
-	b.mu.Unlock()
-}
-
 // Close closes every live session (removing their containers) and the
 // client, and makes later spawns fail.
 func (b *Backend) Close(ctx context.Context) error {
-	b.mu.Lock()
-	b.shutdown = true
-	sessions := slices.Collect(maps.Keys(b.sessions))
-	b.mu.Unlock()
-	errs := make([]error, len(sessions))
-	var wg sync.WaitGroup
-	for i, s := range sessions {
-		wg.Go(func() { errs[i] = s.Close(ctx, "backend closed") })
-	}
-	wg.Wait()
-	errs = append(errs, b.api.Close())
-	return errors.Join(errs...)
+	return errors.Join(b.sessions.Close(ctx, "backend closed"), b.api.Close())
 }
 
 func ptr[T any](v T) *T { return &v }
 
 func shortID(id string) string { return id[:min(12, len(id))] }
-
-// safeName keeps a session id usable in a container's name.
-func safeName(id string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
-		}
-		return '_'
-	}, id)
-}
 
 func randomSuffix() string {
 	var b [4]byte

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
 )
 
@@ -32,9 +32,7 @@ type Backend struct {
 	// afterDial, when set, runs once a spawn's connection is up (tests).
 	afterDial func()
 
-	mu       sync.Mutex
-	sessions map[*inband.Session]struct{}
-	shutdown bool
+	sessions backendkit.Sessions[*inband.Session]
 }
 
 // New returns a backend for cfg, which must be valid. It reads the
@@ -51,9 +49,8 @@ func New(cfg *Config) (*Backend, error) {
 		return nil, err
 	}
 	return &Backend{
-		cfg:      *cfg,
-		log:      slog.Default().With("backend", Type, "host", cfg.addr()),
-		sessions: make(map[*inband.Session]struct{}),
+		cfg: *cfg,
+		log: slog.Default().With("backend", Type, "host", cfg.addr()),
 	}, nil
 }
 
@@ -78,10 +75,7 @@ func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.
 	if strings.IndexByte(spec.Cwd, 0) >= 0 {
 		return nil, errors.New("terminal-ssh: the working directory contains a NUL byte")
 	}
-	b.mu.Lock()
-	shutdown := b.shutdown
-	b.mu.Unlock()
-	if shutdown {
+	if b.sessions.Closed() {
 		return nil, errShutdown
 	}
 	cred, err := loadCredentials(&b.cfg)
@@ -113,22 +107,14 @@ func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.
 		Idle:     ms(b.cfg.IdleSilenceMs),
 		Timeout:  ms(b.cfg.TimeoutMs),
 		Log:      b.log.With("session", spec.SessionID),
-		Forget:   b.forget,
+		Forget:   b.sessions.Remove,
 	})
 	if err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.shutdown {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeBudget)
-		defer cancel()
-		if cerr := s.Close(cctx, "backend closed"); cerr != nil {
-			return nil, &terminal.CleanupError{StartErr: errShutdown, CleanupErr: cerr}
-		}
-		return nil, errShutdown
+	if !b.sessions.Add(s) {
+		return nil, backendkit.Refuse(ctx, s, closeBudget, errShutdown)
 	}
-	b.sessions[s] = struct{}{}
 	return s, nil
 }
 
@@ -176,29 +162,10 @@ func (b *Backend) open(client *ssh.Client) (*sshLink, error) {
 	return newLink(client, remote, stdin, stdout, time.Duration(b.cfg.KeepaliveSeconds)*time.Second, b.log), nil
 }
 
-func (b *Backend) forget(s *inband.Session) {
-	b.mu.Lock()
-	delete(b.sessions, s)
-	b.mu.Unlock()
-}
-
 // Close closes every live session of the backend, and makes later spawns
 // fail. It reports the sessions that did not close within ctx.
 func (b *Backend) Close(ctx context.Context) error {
-	b.mu.Lock()
-	b.shutdown = true
-	sessions := make([]*inband.Session, 0, len(b.sessions))
-	for s := range b.sessions {
-		sessions = append(sessions, s)
-	}
-	b.mu.Unlock()
-	var errs []error
-	for _, s := range sessions {
-		if err := s.Close(ctx, "backend closed"); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return b.sessions.Close(ctx, "backend closed")
 }
 
 var _ terminal.Backend = (*Backend)(nil)
