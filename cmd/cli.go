@@ -17,6 +17,7 @@ import (
 
 	"github.com/dshdev/dsh/deployments"
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/internal/gcfloor"
 	"github.com/dshdev/dsh/internal/harden"
 	"github.com/dshdev/dsh/plugins/invariant"
 )
@@ -60,6 +61,7 @@ func Main() {
 		fmt.Fprintln(os.Stderr, "dsh:", err)
 		os.Exit(1)
 	}
+	gcfloor.Start()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
