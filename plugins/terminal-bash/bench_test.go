@@ -5,7 +5,6 @@ package terminalbash
 import (
 	"context"
 	"io"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
 // BenchmarkExecTrue measures the hot path of the bash tool: Exec of `true`
@@ -64,24 +64,8 @@ func BenchmarkExecSeq100k(b *testing.B) {
 	ctx := context.Background()
 	b.SetBytes(588895)
 	for b.Loop() {
-		sn, err := s.Exec(ctx, terminal.ExecRequest{Command: "seq 1 100000", Stream: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		lines := 0
-		for {
-			text, err := sn.Output(ctx)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			lines += strings.Count(text, "\n")
-		}
-		res, err := sn.Wait(ctx)
-		if err != nil || res.Exec == nil || res.Exec.State != terminal.ExecCompleted || lines != 100000 {
-			b.Fatalf("result %+v, lines %d, err %v", res.Exec, lines, err)
+		if lines := terminaltest.CountLines(b, ctx, s, "seq 1 100000"); lines != 100000 {
+			b.Fatalf("seq printed %d lines, want 100000", lines)
 		}
 	}
 }

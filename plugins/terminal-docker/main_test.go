@@ -60,21 +60,8 @@ func newBackend(t *testing.T, cfg *Config) *Backend {
 // spawn starts a session that the test closes at its end.
 func spawn(t *testing.T, b *Backend, cwd string) *inband.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	ts, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-test", OwnerID: "owner-test", Cwd: cwd})
-	if err != nil {
-		t.Fatalf("spawn: %v", err)
-	}
-	s := ts.(*inband.Session)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-		defer cancel()
-		if err := s.Close(ctx, "test over"); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return s
+	spec := terminal.SpawnSpec{SessionID: "pty-test", OwnerID: "owner-test", Cwd: cwd}
+	return terminaltest.Spawn(t, b, spec, waitLong).(*inband.Session)
 }
 
 // mustComplete runs command and checks that it completed with status code.

@@ -2,14 +2,13 @@ package backendplugin_test
 
 import (
 	"context"
-	"io"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/dshdev/dsh/plugins/terminal"
 	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
+	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
 // benchBackends are the shell backend in process and through the plugin
@@ -36,32 +35,6 @@ func benchSession(b *testing.B, backend terminal.Backend) terminal.Executor {
 	return s.(terminal.Executor)
 }
 
-// execStream runs command as the bash tool does (streamed output, then the
-// result) and returns how many lines it printed.
-func execStream(b *testing.B, s terminal.Executor, command string) int {
-	ctx := context.Background()
-	sn, err := s.Exec(ctx, terminal.ExecRequest{Command: command, Stream: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	lines := 0
-	for {
-		text, err := sn.Output(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		lines += strings.Count(text, "\n")
-	}
-	res, err := sn.Wait(ctx)
-	if err != nil || res.Exec == nil || res.Exec.State != terminal.ExecCompleted {
-		b.Fatalf("result %+v, %v", res, err)
-	}
-	return lines
-}
-
 // BenchmarkExecTrue is the per-call cost: Exec of `true` until it settles
 // at the prompt. It reports the median call.
 func BenchmarkExecTrue(b *testing.B) {
@@ -72,7 +45,7 @@ func BenchmarkExecTrue(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				start := time.Now()
-				execStream(b, s, "true")
+				terminaltest.CountLines(b, context.Background(), s, "true")
 				took = append(took, time.Since(start))
 			}
 			slices.Sort(took)
@@ -89,7 +62,7 @@ func BenchmarkExecSeq100k(b *testing.B) {
 			s := benchSession(b, backend)
 			b.SetBytes(588895)
 			for b.Loop() {
-				if n := execStream(b, s, "seq 1 100000"); n != 100000 {
+				if n := terminaltest.CountLines(b, context.Background(), s, "seq 1 100000"); n != 100000 {
 					b.Fatalf("%d lines", n)
 				}
 			}

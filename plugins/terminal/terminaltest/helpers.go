@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dshdev/dsh/plugins/terminal"
 )
@@ -64,4 +65,51 @@ func MustComplete(t testing.TB, ctx context.Context, s terminal.Session, command
 		t.Fatalf("Exec(%q) settled %s (prompt %v) with %+v, want completed with status %d; output:\n%s", command, res.Reason, res.Prompt, *res.Exec, code, out)
 	}
 	return out
+}
+
+// Spawn starts a session of b within bound, and closes it, within bound
+// too, when the test ends.
+func Spawn(t testing.TB, b terminal.Backend, spec terminal.SpawnSpec, bound time.Duration) terminal.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	s, err := b.Spawn(ctx, spec)
+	if err != nil {
+		t.Fatalf("spawn: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		if err := s.Close(ctx, "test over"); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return s
+}
+
+// CountLines runs command on s as the bash tool does (the output streamed,
+// every line pulled), requires that it completed, and returns how many
+// lines it printed. It is for benchmarks: it does not keep the output.
+func CountLines(t testing.TB, ctx context.Context, s terminal.Executor, command string) int {
+	t.Helper()
+	send, err := s.Exec(ctx, terminal.ExecRequest{Command: command, Stream: true})
+	if err != nil {
+		t.Fatalf("Exec(%q): %v", command, err)
+	}
+	lines := 0
+	for {
+		text, err := send.Output(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Output: %v", err)
+		}
+		lines += strings.Count(text, "\n")
+	}
+	res, err := send.Wait(ctx)
+	if err != nil || res.Exec == nil || res.Exec.State != terminal.ExecCompleted {
+		t.Fatalf("Exec(%q) settled with %+v, %v; want it completed", command, res.Exec, err)
+	}
+	return lines
 }
