@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -210,15 +211,20 @@ func (c *lineConn) check(line []byte, tooLong bool) jsonrpc.Message {
 	switch {
 	case tooLong:
 		return reject(nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message longer than %d bytes", MaxLineBytes))
-	case !json.Valid(line):
-		return reject(nil, jsonrpc.CodeParseError, "parse error: not one JSON value")
+	case line[0] != '{' && !json.Valid(line):
+		return reject(nil, jsonrpc.CodeParseError, parseError)
 	case line[0] == '[':
 		return reject(nil, jsonrpc.CodeInvalidRequest, "invalid request: batches are not supported")
 	case line[0] != '{':
 		return reject(nil, jsonrpc.CodeInvalidRequest, "invalid request: not a JSON-RPC object")
 	}
+	// Unmarshal checks the whole line first, so an object that is not
+	// valid JSON is a syntax error here, and is scanned once.
 	var w wireMessage
 	if err := json.Unmarshal(line, &w); err != nil {
+		if _, ok := errors.AsType[*json.SyntaxError](err); ok {
+			return reject(nil, jsonrpc.CodeParseError, parseError)
+		}
 		return reject(nil, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 	}
 	id := validID(w.ID)
@@ -279,25 +285,20 @@ func idKey(id jsonrpc.ID) string {
 // validID returns raw if it is an id JSON-RPC allows (a string or a whole
 // number), else nil.
 func validID(raw json.RawMessage) json.RawMessage {
-	if raw == nil {
+	switch {
+	case len(raw) == 0:
 		return nil
+	case raw[0] == '"':
+		return raw // a string: the line was checked to be JSON
 	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if dec.Decode(&v) != nil {
-		return nil
-	}
-	switch v := v.(type) {
-	case string:
+	if _, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
 		return raw
-	case json.Number:
-		if _, err := v.Int64(); err == nil {
-			return raw
-		}
 	}
 	return nil
 }
+
+// parseError answers a line that is not one JSON value.
+const parseError = "parse error: not one JSON value"
 
 // answer writes an error response for a line that got no further. A write
 // that fails is the reader's problem too: the next read sees it.

@@ -30,7 +30,7 @@ func TestReadLine(t *testing.T) {
 }
 
 func TestValidID(t *testing.T) {
-	for raw, ok := range map[string]bool{`1`: true, `"a"`: true, `-7`: true, `1.5`: false, `{}`: false, `[1]`: false, `true`: false, `null`: false} {
+	for raw, ok := range map[string]bool{`1`: true, `"a"`: true, `-7`: true, `1.5`: false, `1e3`: false, `{}`: false, `[1]`: false, `true`: false, `null`: false} {
 		if got := validID(json.RawMessage(raw)) != nil; got != ok {
 			t.Errorf("validID(%s) = %v, want %v", raw, got, ok)
 		}
