@@ -192,14 +192,17 @@ func newNonce() string {
 // The command's length is its byte count, which `read -N` counts in
 // characters of the shell's locale: the same number for ASCII text in every
 // locale bash supports. Other text is read in the C locale, where a
-// character is a byte; switching the locale twice costs bash more than the
-// whole rest of the plumbing, so ASCII commands are spared it.
+// character is a byte (by __dsh_bc); switching the locale twice costs bash
+// more than the whole rest of the plumbing, so ASCII commands are spared
+// it.
 func appendCommandLine(dst []byte, command, nonce string) []byte {
-	dst = append(dst, `\`+fnBegin+" "...)
-	dst = strconv.AppendInt(dst, int64(len(command)), 10)
+	dst = append(dst, '\\')
+	dst = append(dst, fnBegin...)
 	if !isASCII(command) {
-		dst = append(dst, " c"...)
+		dst = append(dst, 'c')
 	}
+	dst = append(dst, ' ')
+	dst = strconv.AppendInt(dst, int64(len(command)), 10)
 	dst = append(dst, `;\builtin eval -- "$__dsh_c";{ \`+fnEnd+" "...)
 	dst = append(dst, nonce...)
 	return append(dst, ";} 2>/dev/null\n"...)
@@ -237,6 +240,13 @@ func plumbing(hook, in, out string) string {
 // __dsh_k is set while it runs: a hook that kept the PROMPT_COMMAND it found
 // ("history -a; $PROMPT_COMMAND", as direnv does) calls dsh's own, which
 // must not run it again.
+//
+// Bash copies a function's whole body each time it calls it, so the
+// functions every command runs (__dsh_b, __dsh_e, __dsh_f, __dsh_p) are
+// kept short, and what runs only when something is off (a builtin
+// disabled, an option to restore, a PROMPT_COMMAND the model set, a prompt
+// reached without the line's end) is in functions of its own. __dsh_bc is
+// __dsh_b for a command read in the C locale.
 const plumbingTemplate = `builtin export -n PS0 PS1 PS2
 PS0= PS1= PS2=
 builtin set +o history +H +o emacs +o vi
@@ -244,16 +254,26 @@ __dsh_s=0 __dsh_o=$- __dsh_z=1 __dsh_r= __dsh_j=${!-} __dsh_c= __dsh_t= __dsh_x=
 builtin readonly __dsh_g=@HOOK@
 __dsh_b() {
 	__dsh_c= __dsh_r= __dsh_z= __dsh_j=${!-}
-	if [[ -z ${2-} ]]; then
-		IFS= builtin read -r -N "$1" __dsh_c <@IN@ || { builtin enable read; IFS= builtin read -r -N "$1" __dsh_c <@IN@; } && __dsh_r=1
-	else
-		IFS= LC_ALL=C builtin read -r -N "$1" __dsh_c <@IN@ || { builtin enable read; IFS= LC_ALL=C builtin read -r -N "$1" __dsh_c <@IN@; } && __dsh_r=1
-	fi
+	IFS= builtin read -r -N "$1" __dsh_c <@IN@ || __dsh_rr "$1" && __dsh_r=1
 	[[ -t 1 && -t 2 ]] || __dsh_y
+	[[ $__dsh_o != *[xvu]* ]] || __dsh_w
+	builtin return "$__dsh_s"
+}
+__dsh_bc() {
+	__dsh_c= __dsh_r= __dsh_z= __dsh_j=${!-}
+	IFS= LC_ALL=C builtin read -r -N "$1" __dsh_c <@IN@ || { builtin enable read; IFS= LC_ALL=C builtin read -r -N "$1" __dsh_c <@IN@; } && __dsh_r=1
+	[[ -t 1 && -t 2 ]] || __dsh_y
+	[[ $__dsh_o != *[xvu]* ]] || __dsh_w
+	builtin return "$__dsh_s"
+}
+__dsh_rr() {
+	builtin enable read
+	IFS= builtin read -r -N "$1" __dsh_c <@IN@
+}
+__dsh_w() {
 	[[ $__dsh_o != *x* ]] || __dsh_c="builtin set -x;$__dsh_c"
 	[[ $__dsh_o != *v* ]] || builtin set -v
 	[[ $__dsh_o != *u* ]] || builtin set -u
-	builtin return "$__dsh_s"
 }
 __dsh_y() {
 	builtin unset -f exec
@@ -267,8 +287,12 @@ __dsh_e() {
 	__dsh_f E "$1"
 }
 __dsh_p() {
-	[[ -z ${__dsh_k-} ]] || builtin return
-	if [[ ${__dsh_z-} ]]; then __dsh_z=; builtin return; fi
+	if [[ ${__dsh_k-} ]]; then builtin return
+	elif [[ ${__dsh_z-} ]]; then __dsh_z=
+	else __dsh_a
+	fi
+}
+__dsh_a() {
 	__dsh_x=$SHELLOPTS
 	POSIXLY_CORRECT=1
 	\unset -f builtin enable unset 2>/dev/null
@@ -282,23 +306,23 @@ __dsh_p() {
 __dsh_f() {
 	builtin enable eval read printf jobs set exec return export unset
 	PS0= PS1= PS2=
-	if [[ ${#PROMPT_COMMAND[@]} != 1 || $PROMPT_COMMAND != "$__dsh_g" ]]; then
-		__dsh_h=("${PROMPT_COMMAND[@]}")
-		builtin unset PROMPT_COMMAND
-		PROMPT_COMMAND=$__dsh_g
-		builtin export PROMPT_COMMAND
-	fi
-	if [[ ${__dsh_h[*]} ]]; then
-		__dsh_k=1
-		for __dsh_x in "${__dsh_h[@]}"; do __dsh_q; builtin eval -- "$__dsh_x"; done </dev/null >/dev/null 2>&1
-		__dsh_k=
-	fi
-	[[ ! -o history ]] || builtin set +o history
-	[[ ! -o emacs && ! -o vi ]] || builtin set +o emacs +o vi
-	[[ -o monitor ]] || builtin set -m
+	[[ ${#PROMPT_COMMAND[@]} == 1 && $PROMPT_COMMAND == "$__dsh_g" ]] || __dsh_m
+	[[ -z ${__dsh_h[*]} ]] || __dsh_n
+	[[ ! -o history && ! -o emacs && ! -o vi && -o monitor ]] || builtin set +o history +o emacs +o vi -m
 	[[ ${!-} == "$__dsh_j" ]] || builtin jobs -rn >/dev/null
 	{ builtin jobs -n; builtin printf '\0%s %s %s %s %s %s\n' "$1" "$2" "$__dsh_s" "${__dsh_r:-0}" "$$" "$__dsh_o" ||
 		{ builtin enable printf && builtin printf '\0%s %s %s %s %s %s\n' "$1" "$2" "$__dsh_s" "${__dsh_r:-0}" "$$" "$__dsh_o"; }; } >>@OUT@
+}
+__dsh_m() {
+	__dsh_h=("${PROMPT_COMMAND[@]}")
+	builtin unset PROMPT_COMMAND
+	PROMPT_COMMAND=$__dsh_g
+	builtin export PROMPT_COMMAND
+}
+__dsh_n() {
+	__dsh_k=1
+	for __dsh_x in "${__dsh_h[@]}"; do __dsh_q; builtin eval -- "$__dsh_x"; done </dev/null >/dev/null 2>&1
+	__dsh_k=
 }
 __dsh_q() { builtin return "$__dsh_s"; }
 __dsh_l() {
@@ -307,7 +331,7 @@ __dsh_l() {
 	__dsh_r0
 }
 __dsh_r0() { builtin printf '\0R - 0 0 %s %s\n' "$$" "$-" >>@OUT@; }
-builtin readonly -f __dsh_b __dsh_y __dsh_e __dsh_p __dsh_f __dsh_q __dsh_l __dsh_r0
+builtin readonly -f __dsh_b __dsh_bc __dsh_rr __dsh_w __dsh_y __dsh_e __dsh_p __dsh_a __dsh_f __dsh_m __dsh_n __dsh_q __dsh_l __dsh_r0
 __dsh_r0
 `
 

@@ -81,7 +81,7 @@ func TestRecordParserBound(t *testing.T) {
 func TestCommandLine(t *testing.T) {
 	for _, tt := range []struct{ command, want string }{
 		{"true", `\__dsh_b 4;\builtin eval -- "$__dsh_c";{ \__dsh_e N;} 2>/dev/null` + "\n"},
-		{"echo 中文", `\__dsh_b 11 c;\builtin eval -- "$__dsh_c";{ \__dsh_e N;} 2>/dev/null` + "\n"},
+		{"echo 中文", `\__dsh_bc 11;\builtin eval -- "$__dsh_c";{ \__dsh_e N;} 2>/dev/null` + "\n"},
 	} {
 		got := string(appendCommandLine(nil, tt.command, "N"))
 		if got != tt.want {
