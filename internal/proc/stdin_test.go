@@ -13,6 +13,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// pythonIn is the ready check of a case whose python3 job blocks in a
+// wait of kind.
+func pythonIn(kind waitKind) func(*testing.T, *shell) bool {
+	return func(t *testing.T, sh *shell) bool {
+		k, _, ok := mainSyscall(groupMember(t, sh.waitForegroundJob(), "python3"))
+		return ok && k == kind
+	}
+}
+
 // mainSyscall is the system call pid's main thread is blocked in, if any.
 func mainSyscall(pid int) (waitKind, sysCall, bool) {
 	var buf [256]byte
@@ -128,49 +137,31 @@ func TestWaitingOnTerminalRejects(t *testing.T) {
 			return ok && kind == waitRead && c.args[0] == 0
 		},
 	}, {
-		name: "poll on a pipe",
-		cmd:  `python3 -c 'import os, select; r, w = os.pipe(); p = select.poll(); p.register(r, select.POLLIN); p.poll()'`,
-		ready: func(t *testing.T, sh *shell) bool {
-			kind, _, ok := mainSyscall(groupMember(t, sh.waitForegroundJob(), "python3"))
-			return ok && kind == waitPoll
-		},
+		name:  "poll on a pipe",
+		cmd:   `python3 -c 'import os, select; r, w = os.pipe(); p = select.poll(); p.register(r, select.POLLIN); p.poll()'`,
+		ready: pythonIn(waitPoll),
 	}, {
-		name: "select on a pipe",
-		cmd:  `python3 -c 'import os, select; r, w = os.pipe(); select.select([r], [], [])'`,
-		ready: func(t *testing.T, sh *shell) bool {
-			kind, _, ok := mainSyscall(groupMember(t, sh.waitForegroundJob(), "python3"))
-			return ok && kind == waitSelect
-		},
+		name:  "select on a pipe",
+		cmd:   `python3 -c 'import os, select; r, w = os.pipe(); select.select([r], [], [])'`,
+		ready: pythonIn(waitSelect),
 	}, {
-		name: "epoll on a pipe",
-		cmd:  `python3 -c 'import os, select; r, w = os.pipe(); e = select.epoll(); e.register(r, select.EPOLLIN); e.poll()'`,
-		ready: func(t *testing.T, sh *shell) bool {
-			kind, _, ok := mainSyscall(groupMember(t, sh.waitForegroundJob(), "python3"))
-			return ok && kind == waitEpoll
-		},
+		name:  "epoll on a pipe",
+		cmd:   `python3 -c 'import os, select; r, w = os.pipe(); e = select.epoll(); e.register(r, select.EPOLLIN); e.poll()'`,
+		ready: pythonIn(waitEpoll),
 	}, {
 		// A relay (ssh, docker exec -it) waits on the terminal and a
 		// socket at once: busy forwarding, not waiting for a person.
-		name: "select on the terminal and a socket",
-		cmd:  `python3 -c 'import socket, select, sys; a, b = socket.socketpair(); select.select([sys.stdin, a], [], [])'`,
-		ready: func(t *testing.T, sh *shell) bool {
-			kind, _, ok := mainSyscall(groupMember(t, sh.waitForegroundJob(), "python3"))
-			return ok && kind == waitSelect
-		},
+		name:  "select on the terminal and a socket",
+		cmd:   `python3 -c 'import socket, select, sys; a, b = socket.socketpair(); select.select([sys.stdin, a], [], [])'`,
+		ready: pythonIn(waitSelect),
 	}, {
-		name: "poll on the terminal and a socket",
-		cmd:  `python3 -c 'import socket, select, sys; a, b = socket.socketpair(); p = select.poll(); p.register(0, select.POLLIN); p.register(a, select.POLLIN); p.poll()'`,
-		ready: func(t *testing.T, sh *shell) bool {
-			kind, _, ok := mainSyscall(groupMember(t, sh.waitForegroundJob(), "python3"))
-			return ok && kind == waitPoll
-		},
+		name:  "poll on the terminal and a socket",
+		cmd:   `python3 -c 'import socket, select, sys; a, b = socket.socketpair(); p = select.poll(); p.register(0, select.POLLIN); p.register(a, select.POLLIN); p.poll()'`,
+		ready: pythonIn(waitPoll),
 	}, {
-		name: "epoll on the terminal and a socket",
-		cmd:  `python3 -c 'import socket, select; a, b = socket.socketpair(); e = select.epoll(); e.register(0, select.EPOLLIN); e.register(a, select.EPOLLIN); e.poll()'`,
-		ready: func(t *testing.T, sh *shell) bool {
-			kind, _, ok := mainSyscall(groupMember(t, sh.waitForegroundJob(), "python3"))
-			return ok && kind == waitEpoll
-		},
+		name:  "epoll on the terminal and a socket",
+		cmd:   `python3 -c 'import socket, select; a, b = socket.socketpair(); e = select.epoll(); e.register(0, select.EPOLLIN); e.register(a, select.EPOLLIN); e.poll()'`,
+		ready: pythonIn(waitEpoll),
 	}, {
 		name: "busy loop",
 		cmd:  `python3 -c 'while True: pass'`,
