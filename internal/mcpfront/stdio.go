@@ -238,6 +238,10 @@ func (c *lineConn) check(line []byte, tooLong bool) jsonrpc.Message {
 	case w.Method != nil && *w.Method == "":
 		return reject(id, jsonrpc.CodeInvalidRequest, "invalid request: empty method")
 	}
+	if req, ok := decodeRequest(line); ok {
+		c.track(req)
+		return req
+	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
 		return reject(id, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
