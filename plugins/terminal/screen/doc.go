@@ -2,27 +2,6 @@
 // a terminal would show, one line at a time, as a bounded history that can
 // be paged from the newest line backwards.
 //
-// Differences from the design brief, in short (each is explained below):
-//   - An ESC inside an escape sequence ends it and starts a new one, also
-//     in discard mode; CAN and SUB cancel a sequence; '\n', '\r', '\b' and
-//     '\t' inside CSI are kept; a non-ASCII rune abandons a CSI or ESC
-//     sequence and is shown.
-//   - The carry bound is counted per byte, so overflow does not depend on
-//     how the stream was split, and its only effect is that the oversized
-//     sequence is not acted on.
-//   - CSI G to the first column is turned into '\r', and an EL 0 that
-//     cannot erase anything (no '\r' or '\b' since the last '\n') is
-//     dropped instead of splitting the text around it.
-//   - EL 1 erases through the cursor's own column (ECMA-48), not just up
-//     to it.
-//   - Scrollback: the partial line does not count against maxLines (so
-//     TotalLines can be maxLines+1), Append clears the partial line, Read
-//     treats maxBytes <= 0 as "no byte limit", Dropped also counts a line
-//     that lost its head to maxBytes, and maxBytes is capped at
-//     MaxScrollbackBytes (2 GiB).
-//   - Additions: Kind.String, DefaultMaxPending (used for maxPending <= 0),
-//     DefaultMaxLineBytes, Scrollback.TotalLines and Scrollback.Bytes.
-//
 // # Model
 //
 // Output passes through three stages, each usable alone:
@@ -45,7 +24,8 @@
 // A PTY reader feeds each chunk to Filter.Feed, hands every segment to
 // Lines.Write, passes the committed lines to Scrollback.Append and then
 // Lines.Partial to Scrollback.SetPartial. Filter.Flush at end of output
-// drains what the Filter still holds.
+// drains what the Filter still holds. Renderer runs the first two stages
+// together, with its scratch kept from chunk to chunk.
 //
 // Nothing here is safe for concurrent use; the PTY reader owns all three
 // values and anyone else must go through its lock. There are no goroutines.
