@@ -82,7 +82,6 @@ func (s *Session) timeSendLocked(now time.Time) (time.Time, *send) {
 	if sn.startup {
 		return sn.deadline, nil
 	}
-
 	if s.paused {
 		s.lastOutput = now
 	}
