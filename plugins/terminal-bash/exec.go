@@ -19,6 +19,9 @@ type command struct {
 	nonce string
 	res   terminal.ExecResult
 	ended bool
+	// inline: the command was typed on its line, not written into the
+	// input channel (see appendCommandLine).
+	inline bool
 }
 
 // Exec runs a command through the shell protocol. See terminal.Executor.
@@ -66,13 +69,18 @@ func (s *session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.
 	c.res.BackgroundTruncated = s.unclaimed.TakeDropped()
 	sn.cmd, sn.exec = c, true
 
-	// The command goes first, so the shell finds it when it reads the line.
-	input := []byte(req.Command)
-	n, err := s.ctl.writeNow(input)
-	if err != nil {
-		return nil, fmt.Errorf("terminal-bash: session %s: exec: write the command: %w", s.id, err)
+	s.lineBuf, c.inline = appendCommandLine(s.lineBuf[:0], req.Command, c.nonce, s.flags)
+	var input []byte
+	n := 0
+	if !c.inline {
+		// The command goes first, so the shell finds it when it reads the
+		// line.
+		input = []byte(req.Command)
+		var err error
+		if n, err = s.ctl.writeNow(input); err != nil {
+			return nil, fmt.Errorf("terminal-bash: session %s: exec: write the command: %w", s.id, err)
+		}
 	}
-	s.lineBuf = appendCommandLine(s.lineBuf[:0], req.Command, c.nonce)
 	s.cur, s.slot, s.live, s.idle = c, sn, sn, false
 	if err := s.writeLocked(sn, s.lineBuf, now); err != nil {
 		s.cur, s.slot, s.live = nil, nil, nil
@@ -137,6 +145,15 @@ func (s *session) execResultLocked(sn *send) *terminal.ExecResult {
 func (s *session) commandTakenLocked(sn *send) bool {
 	if sn.cmdWriting {
 		return false
+	}
+	if sn.cmd.inline {
+		// The command is on its line: taken once the shell read the line,
+		// which nothing else reads while it is unread (see Exec).
+		if sn.writing || s.term.landInput() != nil {
+			return false
+		}
+		n, err := s.term.pendingInput()
+		return err == nil && n == 0
 	}
 	n, err := s.ctl.pending()
 	return err == nil && n == 0

@@ -183,29 +183,92 @@ func newNonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-// appendCommandLine appends the line typed for a command waiting in the
-// input channel: read it, eval it in the shell's own context, report the
-// end. It is printable ASCII, and the shell reads it whole from the
-// terminal's line discipline (no line editor runs), so its length costs
-// next to nothing.
+// maxInlineCommand bounds a command typed on its line: the terminal's
+// line discipline holds 4,095 bytes of a line, and a long command is as
+// cheap to read from the input channel.
+const maxInlineCommand = 2048
+
+// appendCommandLine appends the line typed for a command: get the command,
+// eval it in the shell's own context, report the end. The line is
+// printable ASCII and the shell reads it whole from the terminal's line
+// discipline (no line editor runs), so its length costs next to nothing.
 //
-// The command's length is its byte count, which `read -N` counts in
-// characters of the shell's locale: the same number for ASCII text in every
-// locale bash supports. Other text is read in the C locale, where a
-// character is a byte (by __dsh_bc); switching the locale twice costs bash
-// more than the whole rest of the plumbing, so ASCII commands are spared
-// it.
-func appendCommandLine(dst []byte, command, nonce string) []byte {
-	dst = append(dst, '\\')
-	dst = append(dst, fnBegin...)
-	if !isASCII(command) {
-		dst = append(dst, 'c')
+// A short command of printable ASCII is typed on the line itself, single
+// quoted, which spares bash a function call and a read from the input
+// channel; inline reports it. Any other command waits in the input
+// channel, and the line reads it first: exactly its byte count, which
+// `read -N` counts in characters of the shell's locale. That is the same
+// number for ASCII text in every locale bash supports; other text is read
+// in the C locale, where a character is a byte (by __dsh_bc). Switching
+// the locale twice costs bash more than the whole rest of the plumbing, so
+// ASCII commands are spared it.
+//
+// flags is $- as the shell's last command left it: the plumbing turns
+// xtrace, verbose and nounset off for itself, and the line turns them on
+// again for this command (xtrace from the command's first word, so the
+// trace shows the command and nothing of the line).
+func appendCommandLine(dst []byte, command, nonce, flags string) (line []byte, inline bool) {
+	inline = inlineable(command)
+	if !inline {
+		dst = append(dst, '\\')
+		dst = append(dst, fnBegin...)
+		if !isASCII(command) {
+			dst = append(dst, 'c')
+		}
+		dst = append(dst, ' ')
+		dst = strconv.AppendInt(dst, int64(len(command)), 10)
+		dst = append(dst, ';')
 	}
-	dst = append(dst, ' ')
-	dst = strconv.AppendInt(dst, int64(len(command)), 10)
-	dst = append(dst, `;\builtin eval -- "$__dsh_c";{ \`+fnEnd+" "...)
+	u, v, x := strings.IndexByte(flags, 'u') >= 0, strings.IndexByte(flags, 'v') >= 0, strings.IndexByte(flags, 'x') >= 0
+	if u || v {
+		dst = append(dst, `\builtin set -`...)
+		if u {
+			dst = append(dst, 'u')
+		}
+		if v {
+			dst = append(dst, 'v')
+		}
+		dst = append(dst, ';')
+	}
+	dst = append(dst, `\builtin eval -- `...)
+	if inline {
+		dst = append(dst, '\'')
+		if x {
+			dst = append(dst, "builtin set -x;"...)
+		}
+		for i := 0; i < len(command); i++ {
+			if command[i] == '\'' {
+				dst = append(dst, `'\''`...)
+			} else {
+				dst = append(dst, command[i])
+			}
+		}
+		dst = append(dst, '\'')
+	} else {
+		dst = append(dst, '"')
+		if x {
+			dst = append(dst, "builtin set -x;"...)
+		}
+		dst = append(dst, `$__dsh_c"`...)
+	}
+	dst = append(dst, `;{ \`+fnEnd+" "...)
 	dst = append(dst, nonce...)
-	return append(dst, ";} 2>/dev/null\n"...)
+	return append(dst, `;} 2>/dev/null >>"$__dsh_O"`+"\n"...), inline
+}
+
+// inlineable reports whether command can be typed on its line: short, and
+// only printable ASCII, none of which the line discipline acts on (see
+// lineMode).
+func inlineable(command string) bool {
+	if len(command) > maxInlineCommand {
+		return false
+	}
+	for i := 0; i < len(command); i++ {
+		if command[i] < 0x20 || command[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func isASCII(s string) bool {
@@ -220,9 +283,11 @@ func isASCII(s string) bool {
 // promptHook is PROMPT_COMMAND, exported so that a bash that replaces the
 // shell (`exec bash`) installs the plumbing too. Other shells the command
 // starts (a nested bash) have another parent and ignore it. It saves $?
-// first, for the hook to report.
+// first, for the hook to report. At the prompt after a line that ended
+// (the usual case) it only clears the line's end mark, without a function
+// call: bash parses this text at every prompt, and runs it.
 func promptHook(parentPID int, initPath string) string {
-	return "__dsh_t=$?;[[ $PPID == " + strconv.Itoa(parentPID) + " ]]&&{ [[ -v __dsh_g ]]||\\builtin . " + shellQuote(initPath) + ";\\__dsh_p;}"
+	return "__dsh_t=$?;[[ $PPID == " + strconv.Itoa(parentPID) + " ]]&&{ [[ ${__dsh_z-} && ! ${__dsh_k-} && -t 1 && -t 2 ]]&&__dsh_z=||{ [[ -v __dsh_g ]]||\\builtin . " + shellQuote(initPath) + ";\\__dsh_p;};}"
 }
 
 // plumbing is the script every shell sources once, from promptHook at its
@@ -233,49 +298,44 @@ func plumbing(hook, in, out string) string {
 }
 
 // The template, with @HOOK@, @IN@ and @OUT@ replaced by quoted words.
-// __dsh_s is the status of the last command line (restored as $? for the
-// next), __dsh_o its $-, __dsh_z is set from a line's end to the next
-// prompt, __dsh_r is set once the line has read its command, __dsh_j is $!
-// when the command began, __dsh_h holds a PROMPT_COMMAND the model set, and
-// __dsh_k is set while it runs: a hook that kept the PROMPT_COMMAND it found
-// ("history -a; $PROMPT_COMMAND", as direnv does) calls dsh's own, which
-// must not run it again.
+// __dsh_s is the status of the last command line (the typed line's status,
+// so the next line starts with it as $?), __dsh_o its $-, __dsh_z is set
+// from a line's end to the next prompt, __dsh_r is set unless the line
+// failed to read its command, __dsh_j is $! when the line began, __dsh_h
+// holds a PROMPT_COMMAND the model set, and __dsh_k is set while it runs: a
+// hook that kept the PROMPT_COMMAND it found ("history -a;
+// $PROMPT_COMMAND", as direnv does) calls dsh's own, which must not run it
+// again. __dsh_O is the out channel, which the typed line opens for the
+// end's report.
 //
 // Bash copies a function's whole body each time it calls it, so the
-// functions every command runs (__dsh_b, __dsh_e, __dsh_f, __dsh_p) are
-// kept short, and what runs only when something is off (a builtin
-// disabled, an option to restore, a PROMPT_COMMAND the model set, a prompt
-// reached without the line's end) is in functions of its own. __dsh_bc is
-// __dsh_b for a command read in the C locale.
+// functions every command runs (__dsh_e, __dsh_f) are kept short, and what
+// runs only when something is off (a builtin disabled, an option to
+// restore, a PROMPT_COMMAND the model set, a redirected stdout, a prompt
+// reached without the line's end) is in functions of its own, behind one
+// test of everything. __dsh_b reads a command from the input channel;
+// __dsh_bc is __dsh_b in the C locale.
 const plumbingTemplate = `builtin export -n PS0 PS1 PS2
 PS0= PS1= PS2=
 builtin set +o history +H +o emacs +o vi
-__dsh_s=0 __dsh_o=$- __dsh_z=1 __dsh_r= __dsh_j=${!-} __dsh_c= __dsh_t= __dsh_x= __dsh_k= __dsh_h=()
-builtin readonly __dsh_g=@HOOK@
+__dsh_s=0 __dsh_o=$- __dsh_z=1 __dsh_r=1 __dsh_j=${!-} __dsh_c= __dsh_t= __dsh_x= __dsh_k= __dsh_h=()
+builtin readonly __dsh_g=@HOOK@ __dsh_O=@OUT@
 __dsh_b() {
-	__dsh_c= __dsh_r= __dsh_z= __dsh_j=${!-}
+	__dsh_c= __dsh_r=
 	IFS= builtin read -r -N "$1" __dsh_c <@IN@ || __dsh_rr "$1" && __dsh_r=1
-	[[ -t 1 && -t 2 ]] || __dsh_y
-	[[ $__dsh_o != *[xvu]* ]] || __dsh_w
 	builtin return "$__dsh_s"
 }
 __dsh_bc() {
-	__dsh_c= __dsh_r= __dsh_z= __dsh_j=${!-}
+	__dsh_c= __dsh_r=
 	IFS= LC_ALL=C builtin read -r -N "$1" __dsh_c <@IN@ || { builtin enable read; IFS= LC_ALL=C builtin read -r -N "$1" __dsh_c <@IN@; } && __dsh_r=1
-	[[ -t 1 && -t 2 ]] || __dsh_y
-	[[ $__dsh_o != *[xvu]* ]] || __dsh_w
 	builtin return "$__dsh_s"
 }
 __dsh_rr() {
 	builtin enable read
 	IFS= builtin read -r -N "$1" __dsh_c <@IN@
 }
-__dsh_w() {
-	[[ $__dsh_o != *x* ]] || __dsh_c="builtin set -x;$__dsh_c"
-	[[ $__dsh_o != *v* ]] || builtin set -v
-	[[ $__dsh_o != *u* ]] || builtin set -u
-}
 __dsh_y() {
+	builtin enable exec
 	builtin unset -f exec
 	[[ -t 1 ]] || exec >/dev/tty
 	[[ -t 2 ]] || exec 2>/dev/tty
@@ -285,10 +345,13 @@ __dsh_e() {
 	builtin set +euvx
 	__dsh_z=1
 	__dsh_f E "$1"
+	builtin return "$__dsh_s"
 }
 __dsh_p() {
 	if [[ ${__dsh_k-} ]]; then builtin return
-	elif [[ ${__dsh_z-} ]]; then __dsh_z=
+	fi
+	[[ -t 1 && -t 2 ]] || __dsh_y
+	if [[ ${__dsh_z-} ]]; then __dsh_z=
 	else __dsh_a
 	fi
 }
@@ -301,17 +364,25 @@ __dsh_a() {
 	__dsh_s=$__dsh_t __dsh_o=$-
 	builtin set +euvx
 	builtin enable eval read printf jobs set exec return export unset
-	__dsh_f A - 2>/dev/null
+	__dsh_f A - 2>/dev/null >>@OUT@
 }
 __dsh_f() {
-	builtin enable eval read printf jobs set exec return export unset
+	builtin enable eval set jobs printf return
 	PS0= PS1= PS2=
+	[[ ${#PROMPT_COMMAND[@]} == 1 && $PROMPT_COMMAND == "$__dsh_g" && -z ${__dsh_h[*]} && -o monitor && ! -o history && ! -o emacs && ! -o vi && ${!-} == "$__dsh_j" ]] || __dsh_v
+	builtin jobs -n
+	builtin printf '\0%s %s %s %s %s %s\n' "$1" "$2" "$__dsh_s" "${__dsh_r:-0}" "$$" "$__dsh_o" || __dsh_pf "$@"
+	__dsh_r=1 __dsh_j=${!-}
+}
+__dsh_v() {
 	[[ ${#PROMPT_COMMAND[@]} == 1 && $PROMPT_COMMAND == "$__dsh_g" ]] || __dsh_m
 	[[ -z ${__dsh_h[*]} ]] || __dsh_n
 	[[ ! -o history && ! -o emacs && ! -o vi && -o monitor ]] || builtin set +o history +o emacs +o vi -m
 	[[ ${!-} == "$__dsh_j" ]] || builtin jobs -rn >/dev/null
-	{ builtin jobs -n; builtin printf '\0%s %s %s %s %s %s\n' "$1" "$2" "$__dsh_s" "${__dsh_r:-0}" "$$" "$__dsh_o" ||
-		{ builtin enable printf && builtin printf '\0%s %s %s %s %s %s\n' "$1" "$2" "$__dsh_s" "${__dsh_r:-0}" "$$" "$__dsh_o"; }; } >>@OUT@
+}
+__dsh_pf() {
+	builtin enable printf
+	builtin printf '\0%s %s %s %s %s %s\n' "$1" "$2" "$__dsh_s" "${__dsh_r:-0}" "$$" "$__dsh_o"
 }
 __dsh_m() {
 	__dsh_h=("${PROMPT_COMMAND[@]}")
@@ -331,7 +402,7 @@ __dsh_l() {
 	__dsh_r0
 }
 __dsh_r0() { builtin printf '\0R - 0 0 %s %s\n' "$$" "$-" >>@OUT@; }
-builtin readonly -f __dsh_b __dsh_bc __dsh_rr __dsh_w __dsh_y __dsh_e __dsh_p __dsh_a __dsh_f __dsh_m __dsh_n __dsh_q __dsh_l __dsh_r0
+builtin readonly -f __dsh_b __dsh_bc __dsh_rr __dsh_y __dsh_e __dsh_p __dsh_a __dsh_f __dsh_v __dsh_pf __dsh_m __dsh_n __dsh_q __dsh_l __dsh_r0
 __dsh_r0
 `
 

@@ -79,13 +79,26 @@ func TestRecordParserBound(t *testing.T) {
 }
 
 func TestCommandLine(t *testing.T) {
-	for _, tt := range []struct{ command, want string }{
-		{"true", `\__dsh_b 4;\builtin eval -- "$__dsh_c";{ \__dsh_e N;} 2>/dev/null` + "\n"},
-		{"echo 中文", `\__dsh_bc 11;\builtin eval -- "$__dsh_c";{ \__dsh_e N;} 2>/dev/null` + "\n"},
+	const end = `;{ \__dsh_e N;} 2>/dev/null >>"$__dsh_O"` + "\n"
+	long := strings.Repeat("x", maxInlineCommand+1)
+	for _, tt := range []struct {
+		command, flags, want string
+		inline               bool
+	}{
+		{"true", "himBH", `\builtin eval -- 'true'` + end, true},
+		{"echo 'a b'", "himBH", `\builtin eval -- 'echo '\''a b'\'''` + end, true},
+		{"echo hi", "himuxBH", `\builtin set -u;\builtin eval -- 'builtin set -x;echo hi'` + end, true},
+		{"echo hi", "himvBH", `\builtin set -v;\builtin eval -- 'echo hi'` + end, true},
+		{"echo 中文", "himBH", `\__dsh_bc 11;\builtin eval -- "$__dsh_c"` + end, false},
+		{"cat <<E\nx\nE", "himBH", `\__dsh_b 11;\builtin eval -- "$__dsh_c"` + end, false},
+		{"a\tb", "himBH", `\__dsh_b 3;\builtin eval -- "$__dsh_c"` + end, false},
+		{"echo 中", "himuvxBH", `\__dsh_bc 8;\builtin set -uv;\builtin eval -- "builtin set -x;$__dsh_c"` + end, false},
+		{long, "himBH", `\__dsh_b 2049;\builtin eval -- "$__dsh_c"` + end, false},
 	} {
-		got := string(appendCommandLine(nil, tt.command, "N"))
-		if got != tt.want {
-			t.Errorf("%q:\n got %q\nwant %q", tt.command, got, tt.want)
+		line, inline := appendCommandLine(nil, tt.command, "N", tt.flags)
+		got := string(line)
+		if got != tt.want || inline != tt.inline {
+			t.Errorf("%q %s:\n got %q inline %v\nwant %q inline %v", tt.command, tt.flags, got, inline, tt.want, tt.inline)
 		}
 		for _, c := range []byte(strings.TrimSuffix(got, "\n")) {
 			if c < 0x20 || c >= 0x7f {

@@ -277,6 +277,7 @@ func (s *session) recordLocked(r *record) {
 			s.log.Debug("ignored an end record that is not the current command's")
 			return
 		}
+		s.flags = r.flags
 		if r.read {
 			s.endLocked(terminal.ExecCompleted, r.status, r.notices)
 		} else {
@@ -450,8 +451,11 @@ func (s *session) verdictLocked(sn *send, v verdict, gen uint64, now time.Time) 
 // replaced the shell), with the status the claim carried.
 func (s *session) atPromptLocked(sn *send) {
 	status, notices := -1, ""
-	if r := s.claim; r != nil && r.kind == recordPrompt {
-		status, notices = r.status, r.notices
+	if r := s.claim; r != nil {
+		s.flags = r.flags
+		if r.kind == recordPrompt {
+			status, notices = r.status, r.notices
+		}
 	}
 	s.endLocked(terminal.ExecAbandoned, status, notices)
 	s.idle, s.claim = true, nil

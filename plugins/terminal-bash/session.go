@@ -114,6 +114,10 @@ type session struct {
 	claim *record
 	// ready: the plumbing has reported that it is installed.
 	ready bool
+	// flags is $- as the shell's last command line left it, from the last
+	// end record or proven claim: the next typed line turns xtrace,
+	// verbose and nounset back on from it.
+	flags string
 	// idle: the shell is at its prompt (proven, or by its command's end
 	// record) and nothing has been typed or signalled since.
 	idle bool
