@@ -20,12 +20,22 @@ import (
 // not one), reports false: the caller then decodes the line the SDK's
 // way, which gives the SDK's own error.
 func decodeRequest(line []byte) (*jsonrpc.Request, bool) {
+	req, _, ok := decodeLine(line)
+	return req, ok
+}
+
+// decodeLine is decodeRequest, which also reports whether the line is a
+// plain request or notification: valid JSON, with a version tag, a
+// method, an id JSON-RPC allows or none, and no result or error. For such
+// a line the stdio transport's checks (lineConn.check) have nothing to
+// say, and need not run.
+func decodeLine(line []byte) (req *jsonrpc.Request, plain, ok bool) {
 	if nestingDepth(line) > maxNesting {
-		return nil, false
+		return nil, false, false
 	}
 	var m struct {
 		VersionTag string          `json:"jsonrpc"`
-		ID         any             `json:"id,omitempty"`
+		ID         json.RawMessage `json:"id,omitempty"`
 		Method     json.RawMessage `json:"method"`
 		Params     json.RawMessage `json:"params,omitempty"`
 		Result     json.RawMessage `json:"result,omitempty"`
@@ -33,17 +43,24 @@ func decodeRequest(line []byte) (*jsonrpc.Request, bool) {
 	}
 	const flags = segjson.DontMatchCaseInsensitiveStructFields
 	if _, err := segjson.Parse(line, &m, flags); err != nil || m.VersionTag != "2.0" || len(m.Method) == 0 {
-		return nil, false
+		return nil, false, false
 	}
-	id, err := jsonrpc.MakeID(m.ID)
+	var rawID any
+	if len(m.ID) > 0 {
+		if _, err := segjson.Parse(m.ID, &rawID, flags); err != nil {
+			return nil, false, false
+		}
+	}
+	id, err := jsonrpc.MakeID(rawID)
 	if err != nil {
-		return nil, false
+		return nil, false, false
 	}
 	var method string
 	if _, err := segjson.Parse(m.Method, &method, flags); err != nil {
-		return nil, false
+		return nil, false, false
 	}
-	return &jsonrpc.Request{ID: id, Method: method, Params: m.Params}, true
+	plain = method != "" && (len(m.ID) == 0 || validID(m.ID) != nil) && len(m.Result) == 0 && m.Error == nil && segjson.Valid(line)
+	return &jsonrpc.Request{ID: id, Method: method, Params: m.Params}, plain, true
 }
 
 // maxNesting is the deepest nesting of arrays and objects the SDK decodes.

@@ -1,6 +1,7 @@
 package mcpfront
 
 import (
+	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
@@ -48,7 +49,55 @@ func FuzzDecodeRequest(f *testing.F) {
 	for _, line := range decodeCases {
 		f.Add([]byte(line))
 	}
-	f.Fuzz(func(t *testing.T, line []byte) { checkDecode(t, line) })
+	f.Fuzz(func(t *testing.T, line []byte) {
+		checkDecode(t, line)
+		checkPlain(t, line)
+	})
+}
+
+func TestPlainLines(t *testing.T) {
+	for _, line := range decodeCases {
+		checkPlain(t, []byte(line))
+	}
+	for _, line := range decodeCases[:4] {
+		if _, plain, _ := decodeLine([]byte(line)); !plain {
+			t.Errorf("decodeLine: %s is not plain", line)
+		}
+	}
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1e3,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping"} trailing`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","result":1}`,
+		`{"jsonrpc":"2.0","id":1,"method":null}`,
+	} {
+		checkPlain(t, []byte(line))
+		if _, plain, _ := decodeLine([]byte(line)); plain {
+			t.Errorf("decodeLine: %s is plain", line)
+		}
+	}
+}
+
+// checkPlain fails when the stdio transport's short cut for a plain line
+// gives another message than its full checks, or takes a line they
+// reject.
+func checkPlain(t *testing.T, line []byte) {
+	t.Helper()
+	if len(line) == 0 || line[0] != '{' {
+		return
+	}
+	got, plain, _ := decodeLine(line)
+	if !plain {
+		return
+	}
+	var answers strings.Builder
+	c := &lineConn{out: &answers, log: slog.New(slog.DiscardHandler), pending: make(map[string]bool), closed: make(chan struct{})}
+	want := c.checkSlowly(line, false)
+	if want == nil || answers.Len() > 0 {
+		t.Fatalf("decodeLine took %q, which the checks reject: %s", line, answers.String())
+	}
+	if !reflect.DeepEqual(jsonrpc.Message(got), want) {
+		t.Fatalf("decodeLine(%q) = %#v, the checks give %#v", line, got, want)
+	}
 }
 
 // checkDecode fails when decodeRequest decodes line to anything but what

@@ -64,6 +64,7 @@ const defaultProgressInterval = 15 * time.Second
 type Front struct {
 	host     *host.Host
 	server   *mcp.Server
+	impl     *mcp.Implementation
 	workdir  string
 	logger   *slog.Logger
 	progress time.Duration
@@ -112,7 +113,8 @@ func New(h *host.Host, opts Options) *Front {
 			instructions = append(instructions, t.Instructions)
 		}
 	}
-	f.server = mcp.NewServer(&mcp.Implementation{Name: "dsh", Version: opts.Version}, &mcp.ServerOptions{
+	f.impl = &mcp.Implementation{Name: "dsh", Version: opts.Version}
+	f.server = mcp.NewServer(f.impl, &mcp.ServerOptions{
 		// The tools' own instructions, which clients show the model.
 		Instructions: strings.Join(instructions, "\n\n"),
 		Logger:       slog.New(redactSessionIDs(opts.Logger.Handler())).With("component", "mcp"),
@@ -295,7 +297,18 @@ func (f *Front) forget(ss *mcp.ServerSession) {
 // disconnects or ctx is done, then closes the session's owner. A client that
 // leaves is a normal end (nil); a broken connection is an error.
 func (f *Front) Serve(ctx context.Context, t mcp.Transport) error {
+	st, _ := t.(*StdioTransport)
+	if st != nil && !st.sdkOnly {
+		st.ready = make(chan struct{})
+	}
 	ss, err := f.server.Connect(ctx, t, nil)
+	var conn *lineConn
+	if st != nil && st.ready != nil {
+		if conn = st.conn.Load(); conn != nil && err == nil {
+			conn.fast.Store(newFastCalls(f, ss))
+		}
+		close(st.ready)
+	}
 	if err != nil {
 		return fmt.Errorf("mcpfront: connect: %w", err)
 	}
@@ -326,6 +339,9 @@ func (f *Front) Serve(ctx context.Context, t mcp.Transport) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownCloseTimeout)
 	defer cancel()
 	err = f.closeOwner(cctx, ss)
+	if conn != nil {
+		conn.waitCalls() // closing the owner ended them
+	}
 	f.forget(ss)
 	return errors.Join(werr, err)
 }

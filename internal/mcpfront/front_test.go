@@ -182,7 +182,7 @@ func (r *rig) serveInMemory(t testing.TB, ctx context.Context, version string) *
 
 // servePipes connects a client to r.f.Serve(ctx) over a pair of pipes, the
 // way stdio works, so a test can break them.
-func (r *rig) servePipes(t *testing.T, ctx context.Context, version string) *served {
+func (r *rig) servePipes(t testing.TB, ctx context.Context, version string) *served {
 	t.Helper()
 	sr, cw := io.Pipe()
 	cr, sw := io.Pipe()
@@ -192,6 +192,30 @@ func (r *rig) servePipes(t *testing.T, ctx context.Context, version string) *ser
 		cw.CloseWithError(io.ErrUnexpectedEOF)
 		cr.CloseWithError(io.ErrUnexpectedEOF)
 	})
+}
+
+// serveStdio connects a client to r.f.Serve(ctx) over pipes with the
+// stdio transport, which answers tools/call itself (fastcall.go).
+func (r *rig) serveStdio(t testing.TB, ctx context.Context, version string) *served {
+	t.Helper()
+	sr, cw := io.Pipe()
+	cr, sw := io.Pipe()
+	st := &StdioTransport{Reader: sr, Writer: sw}
+	ct := &mcp.IOTransport{Reader: cr, Writer: cw}
+	return r.connect(t, ctx, version, ct, st, func() {
+		cw.CloseWithError(io.ErrUnexpectedEOF)
+		cr.CloseWithError(io.ErrUnexpectedEOF)
+	})
+}
+
+// transports are how a test's client connects: the SDK's in-memory
+// transport (the SDK answers every request) and the stdio transport.
+var transports = []struct {
+	name  string
+	serve func(r *rig, t testing.TB, ctx context.Context, version string) *served
+}{
+	{"in-memory", (*rig).serveInMemory},
+	{"stdio", (*rig).serveStdio},
 }
 
 func (r *rig) connect(t testing.TB, ctx context.Context, version string, ct, st mcp.Transport, hangUp func()) *served {
@@ -300,18 +324,20 @@ func TestCallResults(t *testing.T) {
 		{"misspelt argument is named", "echo", map[string]any{"txet": "b"}, `invalid arguments: missing required property "text" (ignored unknown property "txet")`, true},
 		{"wrong type", "echo", map[string]any{"text": 5}, `invalid arguments: "text" must be a string, got number 5`, true},
 	}
-	for _, v := range versions {
-		t.Run(versionName(v), func(t *testing.T) {
-			s := r.serveInMemory(t, t.Context(), v)
-			for _, tt := range tests {
-				t.Run(tt.name, func(t *testing.T) {
-					text, isError := callText(t, s.cs, tt.tool, tt.args)
-					if text != tt.want || isError != tt.isError {
-						t.Fatalf("got %q (isError %v), want %q (isError %v)", text, isError, tt.want, tt.isError)
-					}
-				})
-			}
-		})
+	for _, tr := range transports {
+		for _, v := range versions {
+			t.Run(tr.name+"/"+versionName(v), func(t *testing.T) {
+				s := tr.serve(r, t, t.Context(), v)
+				for _, tt := range tests {
+					t.Run(tt.name, func(t *testing.T) {
+						text, isError := callText(t, s.cs, tt.tool, tt.args)
+						if text != tt.want || isError != tt.isError {
+							t.Fatalf("got %q (isError %v), want %q (isError %v)", text, isError, tt.want, tt.isError)
+						}
+					})
+				}
+			})
+		}
 	}
 }
 
@@ -330,47 +356,60 @@ func TestUnknownToolIsProtocolError(t *testing.T) {
 }
 
 func TestCallWhileClosingIsProtocolError(t *testing.T) {
-	r := newRig(t)
-	s := r.serveInMemory(t, t.Context(), "")
-	// The window between Close starting and the session closing is too
-	// short to hit from outside; open it by hand.
-	r.f.mu.Lock()
-	r.f.closing = true
-	r.f.mu.Unlock()
-	_, err := s.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "whoami"})
-	var werr *jsonrpc.Error
-	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInternalError || !strings.Contains(werr.Message, ErrClosed.Error()) {
-		t.Fatalf("got %v, want JSON-RPC internal error %q", err, ErrClosed)
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			r := newRig(t)
+			s := tr.serve(r, t, t.Context(), "")
+			// The window between Close starting and the session closing is
+			// too short to hit from outside; open it by hand.
+			r.f.mu.Lock()
+			r.f.closing = true
+			r.f.mu.Unlock()
+			_, err := s.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "whoami"})
+			r.f.mu.Lock()
+			r.f.closing = false
+			r.f.mu.Unlock()
+			var werr *jsonrpc.Error
+			if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInternalError || !strings.Contains(werr.Message, ErrClosed.Error()) {
+				t.Fatalf("got %v, want JSON-RPC internal error %q", err, ErrClosed)
+			}
+		})
 	}
 }
 
 func TestCancelNotificationCancelsCall(t *testing.T) {
-	for _, v := range versions {
-		t.Run(versionName(v), func(t *testing.T) {
-			r := newRig(t)
-			s := r.serveInMemory(t, t.Context(), v)
-			owner, _ := callText(t, s.cs, "whoami", nil)
-			ctx, cancel := context.WithCancel(t.Context())
-			errc := make(chan error, 1)
-			go func() {
-				_, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "block"})
-				errc <- err
-			}()
-			if id := recv(t, r.started, "the call to start"); !strings.HasPrefix(owner, id+" ") {
-				t.Fatalf("block ran as %q, whoami said %q", id, owner)
-			}
-			cancel()
-			if err := recv(t, errc, "the client call to return"); !errors.Is(err, context.Canceled) {
-				t.Fatalf("client call: %v, want context.Canceled", err)
-			}
-			if cause := recv(t, r.stopped, "the tool to see the cancellation"); !errors.Is(cause, context.Canceled) {
-				t.Fatalf("tool saw %v, want context.Canceled", cause)
-			}
-			// The session and its owner carry on.
-			if again, _ := callText(t, s.cs, "whoami", nil); again != owner {
-				t.Fatalf("after cancel: %q, want %q", again, owner)
-			}
-		})
+	for _, tr := range transports {
+		for _, v := range versions {
+			t.Run(tr.name+"/"+versionName(v), func(t *testing.T) {
+				testCancelNotification(t, tr.serve, v)
+			})
+		}
+	}
+}
+
+func testCancelNotification(t *testing.T, serve func(*rig, testing.TB, context.Context, string) *served, v string) {
+	r := newRig(t)
+	s := serve(r, t, t.Context(), v)
+	owner, _ := callText(t, s.cs, "whoami", nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: "block"})
+		errc <- err
+	}()
+	if id := recv(t, r.started, "the call to start"); !strings.HasPrefix(owner, id+" ") {
+		t.Fatalf("block ran as %q, whoami said %q", id, owner)
+	}
+	cancel()
+	if err := recv(t, errc, "the client call to return"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("client call: %v, want context.Canceled", err)
+	}
+	if cause := recv(t, r.stopped, "the tool to see the cancellation"); !errors.Is(cause, context.Canceled) {
+		t.Fatalf("tool saw %v, want context.Canceled", cause)
+	}
+	// The session and its owner carry on.
+	if again, _ := callText(t, s.cs, "whoami", nil); again != owner {
+		t.Fatalf("after cancel: %q, want %q", again, owner)
 	}
 }
 
@@ -426,38 +465,54 @@ func TestSessionWithoutCallsHasNoOwner(t *testing.T) {
 }
 
 func TestClientVanishesMidCall(t *testing.T) {
-	for _, v := range versions {
-		t.Run(versionName(v), func(t *testing.T) {
-			r := newRig(t)
-			s := r.servePipes(t, t.Context(), v)
-			who, _ := callText(t, s.cs, "whoami", nil)
-			id, _, _ := strings.Cut(who, " ")
-			errc := make(chan error, 1)
-			go func() {
-				_, err := s.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "block"})
-				errc <- err
-			}()
-			recv(t, r.started, "the call to start")
-			s.hangUp()
-			recv(t, r.stopped, "the call to be cancelled")
-			if got := recv(t, r.closed, "the owner to close"); got != id {
-				t.Fatalf("closed %q, want %q", got, id)
-			}
-			if err := recv(t, s.done, "Serve to return"); err == nil {
-				t.Fatal("Serve returned nil for a broken connection")
-			}
-			s.done <- nil // for the cleanup
-			if err := recv(t, errc, "the client call to fail"); err == nil {
-				t.Fatal("client call succeeded on a broken connection")
-			}
-		})
+	pipes := []struct {
+		name  string
+		serve func(r *rig, t testing.TB, ctx context.Context, version string) *served
+	}{{"sdk-io", (*rig).servePipes}, {"stdio", (*rig).serveStdio}}
+	for _, tr := range pipes {
+		for _, v := range versions {
+			t.Run(tr.name+"/"+versionName(v), func(t *testing.T) {
+				testClientVanishes(t, tr.serve, v)
+			})
+		}
+	}
+}
+
+func testClientVanishes(t *testing.T, serve func(*rig, testing.TB, context.Context, string) *served, v string) {
+	r := newRig(t)
+	s := serve(r, t, t.Context(), v)
+	who, _ := callText(t, s.cs, "whoami", nil)
+	id, _, _ := strings.Cut(who, " ")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "block"})
+		errc <- err
+	}()
+	recv(t, r.started, "the call to start")
+	s.hangUp()
+	recv(t, r.stopped, "the call to be cancelled")
+	if got := recv(t, r.closed, "the owner to close"); got != id {
+		t.Fatalf("closed %q, want %q", got, id)
+	}
+	if err := recv(t, s.done, "Serve to return"); err == nil {
+		t.Fatal("Serve returned nil for a broken connection")
+	}
+	s.done <- nil // for the cleanup
+	if err := recv(t, errc, "the client call to fail"); err == nil {
+		t.Fatal("client call succeeded on a broken connection")
 	}
 }
 
 func TestServeContextEndsSession(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) { testServeContextEnds(t, tr.serve) })
+	}
+}
+
+func testServeContextEnds(t *testing.T, serve func(*rig, testing.TB, context.Context, string) *served) {
 	r := newRig(t)
 	ctx, cancel := context.WithCancel(t.Context())
-	s := r.serveInMemory(t, ctx, "")
+	s := serve(r, t, ctx, "")
 	who, _ := callText(t, s.cs, "whoami", nil)
 	id, _, _ := strings.Cut(who, " ")
 	go s.cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "block"})
@@ -476,9 +531,15 @@ func TestServeContextEndsSession(t *testing.T) {
 }
 
 func TestCloseEndsEverything(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) { testCloseEnds(t, tr.serve) })
+	}
+}
+
+func testCloseEnds(t *testing.T, serve func(*rig, testing.TB, context.Context, string) *served) {
 	r := newRig(t)
-	a := r.serveInMemory(t, t.Context(), "")
-	b := r.serveInMemory(t, t.Context(), "2025-11-25")
+	a := serve(r, t, t.Context(), "")
+	b := serve(r, t, t.Context(), "2025-11-25")
 	callText(t, a.cs, "whoami", nil)
 	callText(t, b.cs, "whoami", nil)
 	errc := make(chan error, 1)

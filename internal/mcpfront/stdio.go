@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,6 +36,13 @@ type StdioTransport struct {
 	Writer io.Writer
 	// Logger receives one debug record per rejected line; nil discards.
 	Logger *slog.Logger
+
+	conn atomic.Pointer[lineConn] // the last connection made
+	// ready, when set, holds the connection's first read until it closes:
+	// Serve installs the fast path in between, so it sees every call.
+	ready chan struct{}
+	// sdkOnly hands every request to the SDK (tests compare the two).
+	sdkOnly bool
 }
 
 // Connect implements mcp.Transport.
@@ -49,9 +57,12 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 		log:      log,
 		incoming: make(chan jsonrpc.Message),
 		pending:  make(map[string]bool),
+		calls:    callState{inFlight: make(map[string]context.CancelCauseFunc), sdkMeta: make(map[string][]byte)},
 		closed:   make(chan struct{}),
 		readDone: make(chan struct{}),
+		ready:    t.ready,
 	}
+	t.conn.Store(c)
 	go c.readLoop()
 	return c, nil
 }
@@ -72,7 +83,12 @@ type lineConn struct {
 	// drop the connection). Bounded by the requests in flight.
 	pendingMu sync.Mutex
 	pending   map[string]bool
+	// calls are the tools/call requests answered without the SDK
+	// (fastcall.go), once fast is set.
+	calls callState
+	fast  atomic.Pointer[fastCalls]
 
+	ready     <-chan struct{} // see StdioTransport.ready
 	incoming  chan jsonrpc.Message
 	readErr   error // why the read loop ended; set before readDone closes
 	readDone  chan struct{}
@@ -97,13 +113,10 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
-		key := idKey(resp.ID)
 		c.pendingMu.Lock()
-		cancelled := c.pending[key]
-		delete(c.pending, key)
+		c.sdkAnsweredLocked(idKey(resp.ID), resp)
 		c.pendingMu.Unlock()
-		if cancelled {
-			c.log.Debug("dropped the response to a cancelled request", "id", resp.ID.Raw())
+		if c.dropAnswer(resp.ID) {
 			return nil
 		}
 	}
@@ -114,7 +127,24 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	return c.writeLine(data)
 }
 
-func (c *lineConn) writeLine(data []byte) error {
+// dropAnswer reports whether the answer to request id is to be dropped
+// (the client cancelled the request), and forgets the request.
+func (c *lineConn) dropAnswer(id jsonrpc.ID) bool {
+	key := idKey(id)
+	c.pendingMu.Lock()
+	cancelled := c.pending[key]
+	delete(c.pending, key)
+	c.pendingMu.Unlock()
+	if cancelled {
+		c.log.Debug("dropped the response to a cancelled request", "id", id.Raw())
+	}
+	return cancelled
+}
+
+func (c *lineConn) writeLine(data []byte) error { return c.writeRaw(append(data, '\n')) }
+
+// writeRaw writes line, which ends with its newline.
+func (c *lineConn) writeRaw(line []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	select {
@@ -122,7 +152,7 @@ func (c *lineConn) writeLine(data []byte) error {
 		return io.ErrClosedPipe
 	default:
 	}
-	if _, err := c.out.Write(append(data, '\n')); err != nil {
+	if _, err := c.out.Write(line); err != nil {
 		return fmt.Errorf("mcpfront: write: %w", err)
 	}
 	return nil
@@ -133,6 +163,12 @@ func (c *lineConn) writeLine(data []byte) error {
 // on a pipe.
 func (c *lineConn) Close() error {
 	c.closeOnce.Do(func() {
+		// As the SDK does for the requests it runs: no new call, and the
+		// calls in flight are answered before the connection closes.
+		c.pendingMu.Lock()
+		c.calls.done = true
+		c.pendingMu.Unlock()
+		c.waitCalls()
 		close(c.closed)
 		c.in.Close()
 	})
@@ -141,6 +177,15 @@ func (c *lineConn) Close() error {
 
 func (c *lineConn) readLoop() {
 	defer close(c.readDone)
+	defer func() { c.endCalls(c.readErr) }()
+	if c.ready != nil {
+		select {
+		case <-c.ready:
+		case <-c.closed:
+			c.readErr = io.EOF
+			return
+		}
+	}
 	r := bufio.NewReaderSize(c.in, 64<<10)
 	for {
 		line, tooLong, err := readLine(r, MaxLineBytes)
@@ -201,8 +246,23 @@ type wireMessage struct {
 }
 
 // check returns the message a line holds, or answers the line with an
-// error and returns nil.
+// error and returns nil. A tools/call it may answer itself (serveCall)
+// also returns nil.
 func (c *lineConn) check(line []byte, tooLong bool) jsonrpc.Message {
+	if !tooLong && line[0] == '{' {
+		if req, plain, _ := decodeLine(line); plain {
+			c.track(req)
+			if c.serveCall(req) {
+				return nil
+			}
+			return req
+		}
+	}
+	return c.checkSlowly(line, tooLong)
+}
+
+// checkSlowly is check for any line: it finds what is wrong with it.
+func (c *lineConn) checkSlowly(line []byte, tooLong bool) jsonrpc.Message {
 	reject := func(id json.RawMessage, code int64, msg string) jsonrpc.Message {
 		c.log.Debug("rejected a stdin line", "code", code, "reason", msg, "bytes", len(line))
 		c.answer(id, code, msg)
@@ -240,6 +300,9 @@ func (c *lineConn) check(line []byte, tooLong bool) jsonrpc.Message {
 	}
 	if req, ok := decodeRequest(line); ok {
 		c.track(req)
+		if c.serveCall(req) {
+			return nil
+		}
 		return req
 	}
 	msg, err := jsonrpc.DecodeMessage(line)
@@ -277,6 +340,7 @@ func (c *lineConn) track(req *jsonrpc.Request) {
 	c.pendingMu.Lock()
 	if _, inFlight := c.pending[key]; inFlight {
 		c.pending[key] = true
+		c.cancelCallLocked(key)
 	}
 	c.pendingMu.Unlock()
 }

@@ -1,0 +1,215 @@
+package mcpfront
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// rawStdio is Serve over a StdioTransport, driven line by line.
+type rawStdio struct {
+	t    *testing.T
+	in   *io.PipeWriter
+	out  *bufio.Scanner
+	conn func() *lineConn
+	done chan error
+}
+
+func (r *rig) serveRaw(t *testing.T, sdkOnly bool) *rawStdio {
+	t.Helper()
+	sr, cw := io.Pipe()
+	cr, sw := io.Pipe()
+	st := &StdioTransport{Reader: sr, Writer: sw, sdkOnly: sdkOnly}
+	s := &rawStdio{t: t, in: cw, out: bufio.NewScanner(cr), conn: st.conn.Load, done: make(chan error, 1)}
+	s.out.Buffer(nil, 1<<20)
+	go func() {
+		s.done <- r.f.Serve(context.Background(), st)
+		cr.Close()
+	}()
+	t.Cleanup(func() {
+		cw.Close()
+		if err := recv(t, s.done, "Serve to return"); err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return s
+}
+
+func (s *rawStdio) send(line string) {
+	s.t.Helper()
+	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
+		s.t.Fatalf("send: %v", err)
+	}
+}
+
+// next returns the next line the server writes.
+func (s *rawStdio) next() string {
+	s.t.Helper()
+	lines := make(chan string, 1)
+	go func() {
+		if s.out.Scan() {
+			lines <- s.out.Text()
+		}
+		close(lines)
+	}()
+	line, ok := recv(s.t, lines, "a line from the server"), true
+	if line == "" && ok {
+		s.t.Fatalf("the server's output ended: %v", s.out.Err())
+	}
+	return line
+}
+
+// The lines a session sends under each protocol: its opening, then
+// tools/call requests.
+var fastCallScripts = []struct {
+	name    string
+	opening []string // each answered with one line, unless a notification
+	call    string   // a fmt format: id, then params without _meta
+	meta    string   // the _meta every call carries
+}{
+	{
+		name: "initialize",
+		opening: []string{
+			`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+			`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`,
+		},
+		call: `{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{%s}}`,
+	},
+	{
+		name: "per-request",
+		opening: []string{
+			`{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta":` + perRequestMeta + `}}`,
+		},
+		call: `{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"_meta":` + perRequestMeta + `,%s}}`,
+		meta: perRequestMeta,
+	},
+}
+
+const perRequestMeta = `{"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+
+// The calls of the script: what the fast path must answer exactly as the
+// SDK does, and what it must leave to the SDK.
+var fastCallParams = []string{
+	`"name":"echo","arguments":{"text":"hi"}`,
+	`"name":"echo","arguments":{"text":"hi"}`,
+	`"name":"echo","arguments":{"text":"<a href=\"x\">&amp;</a> ünï \u2028 \t\n"}`,
+	"\"name\":\"echo\",\"arguments\":{\"text\":\"bad \xff\xfe utf-8\"}",
+	`"name":"empty"`,
+	`"name":"fail","arguments":{}`,
+	`"name":"boom"`,
+	`"name":"echo","arguments":{"text":""}`,
+	`"name":"echo","arguments":{"text":5}`,
+	`"name":"echo","arguments":null`,
+	`"name":"nosuch","arguments":{}`,
+	`"name":5`,
+	`"name":"echo","arguments":{"text":"x"},"requestState":"s"`,
+	`"name":"echo","arguments":{"text":"x"},"inputResponses":{}`,
+}
+
+// TestFastCallMatchesSDK: every line the stdio transport writes when it
+// answers tools/call itself is the line the SDK writes for it.
+func TestFastCallMatchesSDK(t *testing.T) {
+	for _, sc := range fastCallScripts {
+		t.Run(sc.name, func(t *testing.T) {
+			run := func(sdkOnly bool) (lines []string, served int) {
+				r := newRig(t)
+				s := r.serveRaw(t, sdkOnly)
+				for _, line := range sc.opening {
+					s.send(line)
+					if strings.Contains(line, `"id"`) {
+						lines = append(lines, s.next())
+					}
+				}
+				ids := []string{`7`, `"s-1"`, `9007199254740993`, `"<&>"`}
+				for i, params := range fastCallParams {
+					s.send(fmt.Sprintf(sc.call, ids[i%len(ids)], params))
+					lines = append(lines, s.next())
+				}
+				// A call while the front closes is a protocol error.
+				r.f.mu.Lock()
+				r.f.closing = true
+				r.f.mu.Unlock()
+				s.send(fmt.Sprintf(sc.call, `8`, `"name":"echo","arguments":{"text":"late"}`))
+				lines = append(lines, s.next())
+				r.f.mu.Lock()
+				r.f.closing = false
+				r.f.mu.Unlock()
+				if sc.meta == "" {
+					// A progress token: a notification comes first.
+					s.send(fmt.Sprintf(sc.call, `"p"`, `"_meta":{"progressToken":"tok"},"name":"echo","arguments":{"text":"p"}`))
+					lines = append(lines, s.next(), s.next())
+				}
+				if c := s.conn(); c != nil {
+					c.pendingMu.Lock()
+					served = c.calls.served
+					c.pendingMu.Unlock()
+				}
+				return lines, served
+			}
+			want, _ := run(true)
+			got, served := run(false)
+			if served < 8 {
+				t.Errorf("the fast path answered %d calls, want at least 8:\n%s", served, strings.Join(got, "\n"))
+			}
+			if !slices.Equal(got, want) {
+				for i := range max(len(got), len(want)) {
+					g, w := "", ""
+					if i < len(got) {
+						g = got[i]
+					}
+					if i < len(want) {
+						w = want[i]
+					}
+					if g != w {
+						t.Errorf("line %d:\n fast %s\n  sdk %s", i, g, w)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAppendCallResult: the line appended for a one-text result is the
+// line the SDK's encoding makes of it.
+func TestAppendCallResult(t *testing.T) {
+	r := newRig(t)
+	fc := newFastCalls(r.f, nil)
+	if fc.complete == nil {
+		t.Fatal("this SDK's results do not decode a result type")
+	}
+	ids := []jsonrpc.ID{mustID(t, float64(0)), mustID(t, float64(-5)), mustID(t, "a\"<b>\u2028"), mustID(t, "")}
+	texts := []string{"", "hi", "<&>\u2028\u2029\x00\x1f\t\n\"\\", "bad \xff utf-8", "中文 emoji 🙂"}
+	for _, id := range ids {
+		for _, text := range texts {
+			for _, perRequest := range []bool{false, true} {
+				for _, isError := range []bool{false, true} {
+					res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: isError}
+					want, err := encodeCallResponse(fc, id, perRequest, res, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got := appendCallResult(nil, fc, id, perRequest, text, isError)
+					if string(got) != string(want)+"\n" {
+						t.Errorf("id %v, text %q, per-request %v, isError %v:\n got %s\nwant %s", id.Raw(), text, perRequest, isError, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+func mustID(t *testing.T, v any) jsonrpc.ID {
+	t.Helper()
+	id, err := jsonrpc.MakeID(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
