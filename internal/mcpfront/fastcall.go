@@ -169,7 +169,9 @@ func (c *lineConn) serveCall(req *jsonrpc.Request) bool {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c.calls.inFlight[key] = cancel
 	c.calls.served++
-	c.calls.wg.Go(func() {
+	c.calls.wg.Add(1)
+	c.run(func() {
+		defer c.calls.wg.Done()
 		res, err := fc.front.call(ctx, params.Name, &mcp.CallToolRequest{Session: fc.ss, Params: params})
 		c.pendingMu.Lock()
 		delete(c.calls.inFlight, key)
@@ -178,6 +180,27 @@ func (c *lineConn) serveCall(req *jsonrpc.Request) bool {
 		c.answerCall(fc, req.ID, perRequest, res, err)
 	})
 	return true
+}
+
+// run runs call on a worker: one that is idle, or a new one. A worker
+// waits for the next call once it has run one, until the connection
+// closes, so a call starts on a stack the calls before it have grown
+// (a new goroutine grows its stack four times on a call's way to bash).
+func (c *lineConn) run(call func()) {
+	select {
+	case c.idle <- call:
+	default:
+		c.workers.Go(func() {
+			for {
+				call()
+				select {
+				case call = <-c.idle:
+				case <-c.closed:
+					return
+				}
+			}
+		})
+	}
 }
 
 // answerCall writes the response to a call of the fast path, as the SDK

@@ -61,6 +61,7 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 		closed:   make(chan struct{}),
 		readDone: make(chan struct{}),
 		ready:    t.ready,
+		idle:     make(chan func()),
 	}
 	t.conn.Store(c)
 	go c.readLoop()
@@ -87,6 +88,9 @@ type lineConn struct {
 	// (fastcall.go), once fast is set.
 	calls callState
 	fast  atomic.Pointer[fastCalls]
+	// idle hands a call to a worker waiting for one (see run).
+	idle    chan func()
+	workers sync.WaitGroup
 
 	ready     <-chan struct{} // see StdioTransport.ready
 	incoming  chan jsonrpc.Message
@@ -171,6 +175,7 @@ func (c *lineConn) Close() error {
 		c.waitCalls()
 		close(c.closed)
 		c.in.Close()
+		c.workers.Wait()
 	})
 	return nil
 }
