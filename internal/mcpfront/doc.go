@@ -60,6 +60,15 @@
 //   - over stdio, the client closes stdin mid-call (the SDK cancels
 //     in-flight requests when the connection's reader fails).
 //
+// # The stdio fast path
+//
+// Over stdio, the transport answers a plain tools/call itself
+// (fastcall.go): it runs the call through the same handler and writes the
+// line the SDK would write, byte for byte, which TestFastCallMatchesSDK
+// checks under both protocols. The SDK's dispatch of a request cost more
+// CPU and latency than the rest of a trivial call. Every other request,
+// and any tools/call the SDK might answer differently, goes to the SDK.
+//
 // # Results and errors
 //
 // A tool's result is one text content block holding the tool's text. A

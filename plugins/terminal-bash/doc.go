@@ -36,15 +36,18 @@
 // plumbing script (protocol.go), which bash sources at its first prompt
 // from PROMPT_COMMAND. For a command, dsh
 //
-//  1. writes the command's text into the "in" FIFO;
-//  2. types one printable line, `\__dsh_b LEN;\builtin eval --
-//     "$__dsh_c";{ \__dsh_e NONCE;} 2>/dev/null`, which the terminal's line
+//  1. types one printable line, `\builtin eval -- 'COMMAND';{ \__dsh_e
+//     NONCE;} 2>/dev/null >>"$__dsh_O"`, which the terminal's line
 //     discipline hands to bash whole (no line editor runs, so its length
-//     costs next to nothing). It reads exactly LEN bytes of command, evals
-//     them in the shell's own context (cd, export, functions and exit work
-//     as the model expects; heredocs and syntax errors are eval's business,
-//     never a shell waiting for more lines), and reports the end;
-//  3. waits for the end record the plumbing writes into the "out" FIFO:
+//     costs next to nothing). It evals the command in the shell's own
+//     context (cd, export, functions and exit work as the model expects;
+//     heredocs and syntax errors are eval's business, never a shell waiting
+//     for more lines), and reports the end. The command rides on the line,
+//     single-quoted, when it is short printable ASCII; any other command is
+//     written into the "in" FIFO first, and the line starts with
+//     `\__dsh_b LEN;`, which reads exactly LEN bytes of it, and evals
+//     "$__dsh_c";
+//  2. waits for the end record the plumbing writes into the "out" FIFO:
 //     the status, the shell's flags and the job notices (`jobs -n`, without
 //     the announcements of jobs the command started). Once it arrives, and
 //     the terminal has been drained of what was written before it, the
@@ -64,8 +67,8 @@
 //
 // Nothing typed can reach anything but bash: a line is typed only when the
 // previous command has ended (by its record or the proof) and bash's own
-// group owns the terminal, and the command itself never goes through the
-// terminal. A shell that replaced itself (`exec bash`) installs the plumbing
+// group owns the terminal, and its terminal settings let no printable
+// byte edit the line (lineMode). A shell that replaced itself (`exec bash`) installs the plumbing
 // again; if it has a line editor, one more line turns it off.
 //
 // # Readiness
