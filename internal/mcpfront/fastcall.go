@@ -208,6 +208,9 @@ func (c *lineConn) run(call func()) {
 // per-request protocol with the server's info and its type. The front's
 // result, one text block, is appended straight into the line.
 func (c *lineConn) answerCall(fc *fastCalls, id jsonrpc.ID, perRequest bool, res *mcp.CallToolResult, err error) {
+	if c.dropAnswer(id) {
+		return
+	}
 	var line []byte
 	if text, ok := onlyText(res); ok && err == nil {
 		line = appendCallResult(nil, fc, id, perRequest, text, res.IsError)
@@ -218,9 +221,6 @@ func (c *lineConn) answerCall(fc *fastCalls, id jsonrpc.ID, perRequest bool, res
 			return
 		}
 		line = append(line, '\n')
-	}
-	if c.dropAnswer(id) {
-		return
 	}
 	if err := c.writeRaw(line); err != nil {
 		c.log.Debug("writing a call's answer failed", "error", err)

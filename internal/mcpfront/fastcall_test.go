@@ -3,6 +3,7 @@ package mcpfront
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -212,4 +213,32 @@ func mustID(t *testing.T, v any) jsonrpc.ID {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// A call the client cancels is cancelled, and its answer dropped: the next
+// line the client reads answers its next request.
+func TestFastCallCancelled(t *testing.T) {
+	r := newRig(t)
+	s := r.serveRaw(t, false)
+	sc := fastCallScripts[0]
+	s.send(sc.opening[0])
+	s.next()
+	s.send(sc.opening[1])
+	s.send(fmt.Sprintf(sc.call, `1`, `"name":"block"`))
+	recv(t, r.started, "the call to start")
+	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	if cause := recv(t, r.stopped, "the call to be cancelled"); !errors.Is(cause, context.Canceled) {
+		t.Fatalf("the tool saw %v, want context.Canceled", cause)
+	}
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if got, want := s.next(), `{"jsonrpc":"2.0","id":2,"result":{}}`; got != want {
+		t.Fatalf("after the cancellation the client read %s, want %s", got, want)
+	}
+	c := s.conn()
+	c.pendingMu.Lock()
+	served := c.calls.served
+	c.pendingMu.Unlock()
+	if served != 1 {
+		t.Fatalf("the fast path took %d calls, want 1", served)
+	}
 }
