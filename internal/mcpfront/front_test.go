@@ -208,14 +208,28 @@ func (r *rig) serveStdio(t testing.TB, ctx context.Context, version string) *ser
 	})
 }
 
+// serveFunc connects a client to r.f.Serve(ctx) at a protocol version.
+type serveFunc func(r *rig, t testing.TB, ctx context.Context, version string) *served
+
+type transport struct {
+	name  string
+	serve serveFunc
+}
+
 // transports are how a test's client connects: the SDK's in-memory
 // transport (the SDK answers every request) and the stdio transport.
-var transports = []struct {
-	name  string
-	serve func(r *rig, t testing.TB, ctx context.Context, version string) *served
-}{
+var transports = []transport{
 	{"in-memory", (*rig).serveInMemory},
 	{"stdio", (*rig).serveStdio},
+}
+
+// eachConnection runs test once per transport and protocol version.
+func eachConnection(t *testing.T, ts []transport, test func(t *testing.T, serve serveFunc, version string)) {
+	for _, tr := range ts {
+		for _, v := range versions {
+			t.Run(tr.name+"/"+versionName(v), func(t *testing.T) { test(t, tr.serve, v) })
+		}
+	}
 }
 
 func (r *rig) connect(t testing.TB, ctx context.Context, version string, ct, st mcp.Transport, hangUp func()) *served {
@@ -324,21 +338,17 @@ func TestCallResults(t *testing.T) {
 		{"misspelt argument is named", "echo", map[string]any{"txet": "b"}, `invalid arguments: missing required property "text" (ignored unknown property "txet")`, true},
 		{"wrong type", "echo", map[string]any{"text": 5}, `invalid arguments: "text" must be a string, got number 5`, true},
 	}
-	for _, tr := range transports {
-		for _, v := range versions {
-			t.Run(tr.name+"/"+versionName(v), func(t *testing.T) {
-				s := tr.serve(r, t, t.Context(), v)
-				for _, tt := range tests {
-					t.Run(tt.name, func(t *testing.T) {
-						text, isError := callText(t, s.cs, tt.tool, tt.args)
-						if text != tt.want || isError != tt.isError {
-							t.Fatalf("got %q (isError %v), want %q (isError %v)", text, isError, tt.want, tt.isError)
-						}
-					})
+	eachConnection(t, transports, func(t *testing.T, serve serveFunc, v string) {
+		s := serve(r, t, t.Context(), v)
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				text, isError := callText(t, s.cs, tt.tool, tt.args)
+				if text != tt.want || isError != tt.isError {
+					t.Fatalf("got %q (isError %v), want %q (isError %v)", text, isError, tt.want, tt.isError)
 				}
 			})
 		}
-	}
+	})
 }
 
 func TestUnknownToolIsProtocolError(t *testing.T) {
@@ -378,16 +388,10 @@ func TestCallWhileClosingIsProtocolError(t *testing.T) {
 }
 
 func TestCancelNotificationCancelsCall(t *testing.T) {
-	for _, tr := range transports {
-		for _, v := range versions {
-			t.Run(tr.name+"/"+versionName(v), func(t *testing.T) {
-				testCancelNotification(t, tr.serve, v)
-			})
-		}
-	}
+	eachConnection(t, transports, testCancelNotification)
 }
 
-func testCancelNotification(t *testing.T, serve func(*rig, testing.TB, context.Context, string) *served, v string) {
+func testCancelNotification(t *testing.T, serve serveFunc, v string) {
 	r := newRig(t)
 	s := serve(r, t, t.Context(), v)
 	owner, _ := callText(t, s.cs, "whoami", nil)
@@ -465,20 +469,11 @@ func TestSessionWithoutCallsHasNoOwner(t *testing.T) {
 }
 
 func TestClientVanishesMidCall(t *testing.T) {
-	pipes := []struct {
-		name  string
-		serve func(r *rig, t testing.TB, ctx context.Context, version string) *served
-	}{{"sdk-io", (*rig).servePipes}, {"stdio", (*rig).serveStdio}}
-	for _, tr := range pipes {
-		for _, v := range versions {
-			t.Run(tr.name+"/"+versionName(v), func(t *testing.T) {
-				testClientVanishes(t, tr.serve, v)
-			})
-		}
-	}
+	// Pipes, which a test can break: the SDK's IO transport and ours.
+	eachConnection(t, []transport{{"sdk-io", (*rig).servePipes}, {"stdio", (*rig).serveStdio}}, testClientVanishes)
 }
 
-func testClientVanishes(t *testing.T, serve func(*rig, testing.TB, context.Context, string) *served, v string) {
+func testClientVanishes(t *testing.T, serve serveFunc, v string) {
 	r := newRig(t)
 	s := serve(r, t, t.Context(), v)
 	who, _ := callText(t, s.cs, "whoami", nil)
@@ -509,7 +504,7 @@ func TestServeContextEndsSession(t *testing.T) {
 	}
 }
 
-func testServeContextEnds(t *testing.T, serve func(*rig, testing.TB, context.Context, string) *served) {
+func testServeContextEnds(t *testing.T, serve serveFunc) {
 	r := newRig(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	s := serve(r, t, ctx, "")
@@ -536,7 +531,7 @@ func TestCloseEndsEverything(t *testing.T) {
 	}
 }
 
-func testCloseEnds(t *testing.T, serve func(*rig, testing.TB, context.Context, string) *served) {
+func testCloseEnds(t *testing.T, serve serveFunc) {
 	r := newRig(t)
 	a := serve(r, t, t.Context(), "")
 	b := serve(r, t, t.Context(), "2025-11-25")
