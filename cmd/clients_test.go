@@ -406,3 +406,40 @@ func TestGeminiLongCallOverHTTP(t *testing.T) {
 		t.Fatalf("gemini -p: %v\n%s\nthe model was given: %q", err, out, model.results)
 	}
 }
+
+// TestClaudeCodeOverStdio drives dsh serve over stdio, where dsh answers
+// tools/call without the SDK's dispatch, with Claude Code configured as
+// the README says (claude mcp add dsh -- dsh serve), in headless mode,
+// against a scripted model.
+func TestClaudeCodeOverStdio(t *testing.T) {
+	t.Parallel()
+	claude := clientPath(t, "DSH_TEST_CLAUDE", "Claude Code")
+	model := &scriptedModel{command: "echo stdio-ok in $PWD"}
+	api := httptest.NewServer(model)
+	defer api.Close()
+
+	home, work := t.TempDir(), t.TempDir()
+	env := append(os.Environ(),
+		"HOME="+home,
+		"PATH="+filepath.Dir(claude)+":"+os.Getenv("PATH"),
+		"XDG_RUNTIME_DIR="+t.TempDir(),
+		"ANTHROPIC_BASE_URL="+api.URL,
+		"ANTHROPIC_API_KEY=sk-dsh-test",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	)
+	add := exec.Command(claude, "mcp", "add", "dsh", "--", dshBinary(t), "serve")
+	add.Env, add.Dir = env, work
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("claude mcp add: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	run := exec.CommandContext(ctx, claude, "-p", "Run the command.", "--allowedTools", "mcp__dsh__bash", "--output-format", "text")
+	run.Env, run.Dir = env, work
+	out, err := run.CombinedOutput()
+	if want := "stdio-ok in " + work; err != nil || !strings.Contains(string(out), "the tool said: "+want) {
+		t.Fatalf("claude -p: %v\n%s\nthe model was given: %q", err, out, model.results)
+	}
+}
