@@ -443,3 +443,84 @@ func TestClaudeCodeOverStdio(t *testing.T) {
 		t.Fatalf("claude -p: %v\n%s\nthe model was given: %q", err, out, model.results)
 	}
 }
+
+// TestCodexOverStdio drives dsh serve over stdio with Codex CLI,
+// configured as the README says (command and args under
+// [mcp_servers.dsh], and the approval setting codex exec needs), against
+// a scripted model.
+func TestCodexOverStdio(t *testing.T) {
+	t.Parallel()
+	codex := clientPath(t, "DSH_TEST_CODEX", "Codex CLI")
+	model := &scriptedResponses{command: "echo stdio-ok in $PWD"}
+	api := httptest.NewServer(model)
+	defer api.Close()
+
+	home, work := t.TempDir(), t.TempDir()
+	config := fmt.Sprintf(`model = "scripted"
+model_provider = "scripted"
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "SCRIPTED_API_KEY"
+
+[mcp_servers.dsh]
+command = %q
+args = ["serve"]
+default_tools_approval_mode = "approve"
+`, api.URL, dshBinary(t))
+	codexHome := filepath.Join(home, ".codex")
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	run := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "Run the command.")
+	run.Env = append(os.Environ(), "HOME="+home, "CODEX_HOME="+codexHome, "SCRIPTED_API_KEY=sk-dsh-test",
+		"XDG_RUNTIME_DIR="+t.TempDir())
+	run.Dir = work
+	out, err := run.CombinedOutput()
+	if want := "stdio-ok in " + work; err != nil || !strings.Contains(string(out), want) {
+		t.Fatalf("codex exec: %v\n%s\nthe model was given: %q", err, out, model.results)
+	}
+}
+
+// TestGeminiOverStdio drives dsh serve over stdio with Gemini CLI,
+// configured as the README says (mcpServers in settings.json, --yolo),
+// against a scripted model.
+func TestGeminiOverStdio(t *testing.T) {
+	t.Parallel()
+	gemini := clientPath(t, "DSH_TEST_GEMINI", "Gemini CLI")
+	model := &scriptedGemini{command: "echo stdio-ok in $PWD"}
+	api := httptest.NewServer(model)
+	defer api.Close()
+
+	home, work := t.TempDir(), t.TempDir()
+	settings := map[string]any{
+		"mcpServers": map[string]any{"dsh": map[string]any{"command": dshBinary(t), "args": []string{"serve"}}},
+		// What a headless run on a scratch machine needs: an API key
+		// login (the scripted model takes any key), no folder-trust prompt.
+		"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}, "folderTrust": map[string]any{"enabled": false}},
+	}
+	data, _ := json.Marshal(settings)
+	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	run := exec.CommandContext(ctx, gemini, "-p", "Run the command.", "--yolo", "-m", "gemini-2.5-flash")
+	run.Env = append(os.Environ(), "HOME="+home, "GEMINI_API_KEY=dsh-test", "GOOGLE_GEMINI_BASE_URL="+api.URL,
+		"XDG_RUNTIME_DIR="+t.TempDir())
+	run.Dir = work
+	out, err := run.CombinedOutput()
+	if want := "stdio-ok in " + work; err != nil || !strings.Contains(string(out), want) {
+		t.Fatalf("gemini -p: %v\n%s\nthe model was given: %q", err, out, model.results)
+	}
+}
