@@ -29,16 +29,17 @@ import (
 //     or `unset` is removed (in POSIX mode, where `unset` is found before
 //     any function) the next time the shell comes back to its prompt
 //     without finishing a line;
-//   - stdout and stderr are connected to the terminal again before every
-//     command, if an earlier one redirected them for good (`exec >file`):
-//     that lasts for its own call. Only `exec` itself makes a redirection
+//   - stdout and stderr are connected to the terminal again at the prompt
+//     after a command that redirected them for good (`exec >file`): that
+//     lasts for its own call. Only `exec` itself makes a redirection
 //     stick, so a function named exec is removed first;
 //   - the shell options the plumbing depends on are set again after every
 //     command: job control on, history and line editing off (the shell
 //     reads whole lines from the terminal, and /proc tells its prompt read
 //     from every other read by its buffer); errexit, nounset, xtrace and
 //     verbose are off for the plumbing and back on (except errexit, which
-//     lasts for its own call only) for the next command;
+//     lasts for its own call only) for the next command, by its typed
+//     line;
 //   - the prompt variables are dsh's: PS0, PS1 and PS2 are empty, so the
 //     shell prints nothing between commands, and PROMPT_COMMAND is the
 //     hook below. A command may set them; its values last until the
