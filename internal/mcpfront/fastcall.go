@@ -186,6 +186,8 @@ func (c *lineConn) serveCall(req *jsonrpc.Request) bool {
 // waits for the next call once it has run one, until the connection
 // closes, so a call starts on a stack the calls before it have grown
 // (a new goroutine grows its stack four times on a call's way to bash).
+// Only maxIdleWorkers wait: after a burst of concurrent calls the rest
+// end.
 func (c *lineConn) run(call func()) {
 	select {
 	case c.idle <- call:
@@ -193,8 +195,13 @@ func (c *lineConn) run(call func()) {
 		c.workers.Go(func() {
 			for {
 				call()
+				if c.idleWorkers.Add(1) > maxIdleWorkers {
+					c.idleWorkers.Add(-1)
+					return
+				}
 				select {
 				case call = <-c.idle:
+					c.idleWorkers.Add(-1)
 				case <-c.closed:
 					return
 				}
@@ -202,6 +209,11 @@ func (c *lineConn) run(call func()) {
 		})
 	}
 }
+
+// maxIdleWorkers bounds the workers that wait for a call: calls of one
+// owner run one at a time, so a session rarely has more than one or two
+// in flight.
+const maxIdleWorkers = 4
 
 // answerCall writes the response to a call of the fast path, as the SDK
 // builds it: the result marshalled without HTML escaping, and for the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -240,5 +241,32 @@ func TestFastCallCancelled(t *testing.T) {
 	c.pendingMu.Unlock()
 	if served != 1 {
 		t.Fatalf("the fast path took %d calls, want 1", served)
+	}
+}
+
+// After a burst of concurrent calls, only maxIdleWorkers workers wait for
+// the next; the rest end, and the waiting ones end when the connection
+// closes.
+func TestWorkersAfterBurst(t *testing.T) {
+	c := &lineConn{idle: make(chan func()), closed: make(chan struct{})}
+	const burst = 3 * maxIdleWorkers
+	release := make(chan struct{})
+	var started, finished sync.WaitGroup
+	started.Add(burst)
+	finished.Add(burst)
+	for range burst {
+		c.run(func() {
+			started.Done()
+			<-release
+			finished.Done()
+		})
+	}
+	started.Wait() // every call has a worker of its own
+	close(release)
+	finished.Wait()
+	close(c.closed)
+	c.workers.Wait()
+	if n := c.idleWorkers.Load(); n != maxIdleWorkers {
+		t.Fatalf("%d workers waited for another call, want %d", n, maxIdleWorkers)
 	}
 }

@@ -89,8 +89,9 @@ type lineConn struct {
 	calls callState
 	fast  atomic.Pointer[fastCalls]
 	// idle hands a call to a worker waiting for one (see run).
-	idle    chan func()
-	workers sync.WaitGroup
+	idle        chan func()
+	idleWorkers atomic.Int32
+	workers     sync.WaitGroup
 
 	ready     <-chan struct{} // see StdioTransport.ready
 	incoming  chan jsonrpc.Message
