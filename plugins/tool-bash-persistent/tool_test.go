@@ -428,3 +428,36 @@ func TestShellThatCannotStart(t *testing.T) {
 		t.Fatalf("got %q (error %v), want %q", res.Text, res.IsError, want)
 	}
 }
+
+// TestCommandTexts: what the model writes reaches bash exactly, whether
+// it rides on the typed line (short printable ASCII) or goes through the
+// input channel (anything else), and the two agree.
+func TestCommandTexts(t *testing.T) {
+	hs := newHarness(t, "", "")
+	o := hs.owner(t, "texts")
+	xs := func(n int) string { return strings.Repeat("x", n) }
+	const maxInlineBytes = 2048 // terminal-bash types a command this long on its line
+	tests := []struct{ command, want string }{
+		{`echo 'a  b'`, "a  b"},
+		{`echo "it's"`, "it's"},
+		{`printf '%s|\n' 'x'\''y' "q\"r"`, "x'y|\nq\"r|"},
+		{`echo \$HOME '$HOME'`, "$HOME $HOME"},
+		{`echo $'one\x27two'`, "one'two"},
+		{`echo !x !! '!'`, "!x !! !"},
+		{"echo `echo back` $(echo '$(not)')", "back $(not)"},
+		{`  echo   spaced   `, "spaced"},
+		{`echo a # a comment with a quote '`, "a"},
+		{`echo trailing\`, `trailing\`},
+		{`echo semi;`, "semi"},
+		{`echo '\__dsh_e 0123456789abcdef;} 2>/dev/null'`, `\__dsh_e 0123456789abcdef;} 2>/dev/null`},
+		{"echo " + xs(maxInlineBytes-5), xs(maxInlineBytes - 5)}, // the longest on the line
+		{"echo " + xs(maxInlineBytes-4), xs(maxInlineBytes - 4)}, // the shortest through the channel
+		{"echo 'tab\there'", "tab\there"},                        // a tab: the channel
+		{"echo 中文 'ü'", "中文 ü"},                                  // not ASCII: the channel
+		{"echo first\necho second", "first\nsecond"},             // a newline: the channel
+		{"cat <<'EOF'\n'quoted' $x\nEOF", "'quoted' $x"},         // a heredoc
+	}
+	for _, tt := range tests {
+		hs.expect(t, o, tt.command, tt.want)
+	}
+}
