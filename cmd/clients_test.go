@@ -140,30 +140,43 @@ func TestClaudeCodeLongCallOverHTTP(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no Claude Code line in:\n%s", stderr)
 	}
-	env := append(os.Environ(),
-		"HOME="+home,
-		"PATH="+filepath.Dir(claude)+":"+os.Getenv("PATH"),
-		"ANTHROPIC_BASE_URL="+api.URL,
-		"ANTHROPIC_API_KEY=sk-dsh-test",
-		"DISABLE_TELEMETRY=1",
-		"DISABLE_AUTOUPDATER=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-	)
+	env := claudeEnv(claude, home, api.URL)
 	// The snippet as printed: a shell line ($(cat TOKEN_FILE)).
 	add := exec.Command("bash", "-c", m[1])
 	add.Env, add.Dir = env, work
 	if out, err := add.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", m[1], err, out)
 	}
+	out, err := runClaude(claude, env, work)
+	want := "slow-done in " + work
+	if err != nil || !strings.Contains(out, "the tool said: "+want) {
+		t.Fatalf("claude -p: %v\n%s\nthe model was given: %q", err, out, model.results)
+	}
+}
+
+// claudeEnv is Claude Code's environment against the scripted model at
+// apiURL, with a home of its own and nothing sent elsewhere.
+func claudeEnv(claude, home, apiURL string) []string {
+	return append(os.Environ(),
+		"HOME="+home,
+		"PATH="+filepath.Dir(claude)+":"+os.Getenv("PATH"),
+		"ANTHROPIC_BASE_URL="+apiURL,
+		"ANTHROPIC_API_KEY=sk-dsh-test",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	)
+}
+
+// runClaude runs Claude Code headless in work, with the flags the README
+// gives, and returns what it printed.
+func runClaude(claude string, env []string, work string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	run := exec.CommandContext(ctx, claude, "-p", "Run the command.", "--allowedTools", "mcp__dsh__bash", "--output-format", "text")
 	run.Env, run.Dir = env, work
 	out, err := run.CombinedOutput()
-	want := "slow-done in " + work
-	if err != nil || !strings.Contains(string(out), "the tool said: "+want) {
-		t.Fatalf("claude -p: %v\n%s\nthe model was given: %q", err, out, model.results)
-	}
+	return string(out), err
 }
 
 // scriptedResponses is an OpenAI Responses API on loopback that plays a
@@ -254,6 +267,20 @@ func TestCodexLongCallOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	codexHome := writeCodexConfig(t, home, api.URL, fmt.Sprintf(`url = %q
+bearer_token_env_var = "DSH_TOKEN"`, m[2]))
+	out, err := runCodex(codex, home, codexHome, work, "DSH_TOKEN="+strings.TrimSpace(string(token)))
+	want := "slow-done in " + work
+	if err != nil || !strings.Contains(out, want) {
+		t.Fatalf("codex exec: %v\n%s\nthe model was given: %q", err, out, model.results)
+	}
+}
+
+// writeCodexConfig writes Codex's config.toml under home: the scripted
+// model at apiURL, and server as the body of [mcp_servers.dsh], with the
+// approval setting the README gives for codex exec. It returns CODEX_HOME.
+func writeCodexConfig(t *testing.T, home, apiURL, server string) string {
+	t.Helper()
 	config := fmt.Sprintf(`model = "scripted"
 model_provider = "scripted"
 
@@ -264,10 +291,9 @@ wire_api = "responses"
 env_key = "SCRIPTED_API_KEY"
 
 [mcp_servers.dsh]
-url = "%s"
-bearer_token_env_var = "DSH_TOKEN"
+%s
 default_tools_approval_mode = "approve"
-`, api.URL, m[2])
+`, apiURL, server)
 	codexHome := filepath.Join(home, ".codex")
 	if err := os.MkdirAll(codexHome, 0o700); err != nil {
 		t.Fatal(err)
@@ -275,17 +301,19 @@ default_tools_approval_mode = "approve"
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return codexHome
+}
+
+// runCodex runs codex exec in work, with env added, and returns what it
+// printed.
+func runCodex(codex, home, codexHome, work string, env ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	run := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "Run the command.")
-	run.Env = append(os.Environ(), "HOME="+home, "CODEX_HOME="+codexHome, "SCRIPTED_API_KEY=sk-dsh-test",
-		"DSH_TOKEN="+strings.TrimSpace(string(token)))
+	run.Env = append(append(os.Environ(), "HOME="+home, "CODEX_HOME="+codexHome, "SCRIPTED_API_KEY=sk-dsh-test"), env...)
 	run.Dir = work
 	out, err := run.CombinedOutput()
-	want := "slow-done in " + work
-	if err != nil || !strings.Contains(string(out), want) {
-		t.Fatalf("codex exec: %v\n%s\nthe model was given: %q", err, out, model.results)
-	}
+	return string(out), err
 }
 
 // scriptedGemini is a Gemini API on loopback that plays a model for
@@ -377,13 +405,23 @@ func TestGeminiLongCallOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// dsh's settings, plus what a headless run on a scratch machine
-	// needs: an API key login (the scripted model takes any key), and no
-	// folder-trust prompt.
 	var settings map[string]any
 	if err := json.Unmarshal([]byte(m[2]), &settings); err != nil {
 		t.Fatalf("the printed settings are not JSON: %v", err)
 	}
+	writeGeminiSettings(t, home, settings)
+	out, err := runGemini(gemini, home, api.URL, work, "DSH_TOKEN="+strings.TrimSpace(string(token)))
+	want := "slow-done in " + work
+	if err != nil || !strings.Contains(out, want) {
+		t.Fatalf("gemini -p: %v\n%s\nthe model was given: %q", err, out, model.results)
+	}
+}
+
+// writeGeminiSettings writes dsh's settings into home's settings.json, plus
+// what a headless run on a scratch machine needs: an API key login (the
+// scripted model takes any key), and no folder-trust prompt.
+func writeGeminiSettings(t *testing.T, home string, settings map[string]any) {
+	t.Helper()
 	settings["security"] = map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}, "folderTrust": map[string]any{"enabled": false}}
 	data, _ := json.Marshal(settings)
 	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o700); err != nil {
@@ -392,19 +430,20 @@ func TestGeminiLongCallOverHTTP(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runGemini runs Gemini CLI headless in work against the scripted model at
+// apiURL, with the README's --yolo and env added, and returns what it
+// printed. -m names a model, so the client does not first ask a router
+// model which one to use.
+func runGemini(gemini, home, apiURL, work string, env ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	// -m names a model, so the client does not first ask a router model
-	// which one to use.
 	run := exec.CommandContext(ctx, gemini, "-p", "Run the command.", "--yolo", "-m", "gemini-2.5-flash")
-	run.Env = append(os.Environ(), "HOME="+home, "GEMINI_API_KEY=dsh-test", "GOOGLE_GEMINI_BASE_URL="+api.URL,
-		"DSH_TOKEN="+strings.TrimSpace(string(token)))
+	run.Env = append(append(os.Environ(), "HOME="+home, "GEMINI_API_KEY=dsh-test", "GOOGLE_GEMINI_BASE_URL="+apiURL), env...)
 	run.Dir = work
 	out, err := run.CombinedOutput()
-	want := "slow-done in " + work
-	if err != nil || !strings.Contains(string(out), want) {
-		t.Fatalf("gemini -p: %v\n%s\nthe model was given: %q", err, out, model.results)
-	}
+	return string(out), err
 }
 
 // TestClaudeCodeOverStdio drives dsh serve over stdio, where dsh answers
@@ -418,36 +457,22 @@ func TestClaudeCodeOverStdio(t *testing.T) {
 	api := httptest.NewServer(model)
 	defer api.Close()
 
-	home, work := t.TempDir(), t.TempDir()
-	env := append(os.Environ(),
-		"HOME="+home,
-		"PATH="+filepath.Dir(claude)+":"+os.Getenv("PATH"),
-		"XDG_RUNTIME_DIR="+t.TempDir(),
-		"ANTHROPIC_BASE_URL="+api.URL,
-		"ANTHROPIC_API_KEY=sk-dsh-test",
-		"DISABLE_TELEMETRY=1",
-		"DISABLE_AUTOUPDATER=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-	)
+	work := t.TempDir()
+	env := append(claudeEnv(claude, t.TempDir(), api.URL), "XDG_RUNTIME_DIR="+t.TempDir())
 	add := exec.Command(claude, "mcp", "add", "dsh", "--", dshBinary(t), "serve")
 	add.Env, add.Dir = env, work
 	if out, err := add.CombinedOutput(); err != nil {
 		t.Fatalf("claude mcp add: %v\n%s", err, out)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	run := exec.CommandContext(ctx, claude, "-p", "Run the command.", "--allowedTools", "mcp__dsh__bash", "--output-format", "text")
-	run.Env, run.Dir = env, work
-	out, err := run.CombinedOutput()
-	if want := "stdio-ok in " + work; err != nil || !strings.Contains(string(out), "the tool said: "+want) {
+	out, err := runClaude(claude, env, work)
+	if want := "stdio-ok in " + work; err != nil || !strings.Contains(out, "the tool said: "+want) {
 		t.Fatalf("claude -p: %v\n%s\nthe model was given: %q", err, out, model.results)
 	}
 }
 
 // TestCodexOverStdio drives dsh serve over stdio with Codex CLI,
 // configured as the README says (command and args under
-// [mcp_servers.dsh], and the approval setting codex exec needs), against
-// a scripted model.
+// [mcp_servers.dsh]), against a scripted model.
 func TestCodexOverStdio(t *testing.T) {
 	t.Parallel()
 	codex := clientPath(t, "DSH_TEST_CODEX", "Codex CLI")
@@ -456,35 +481,10 @@ func TestCodexOverStdio(t *testing.T) {
 	defer api.Close()
 
 	home, work := t.TempDir(), t.TempDir()
-	config := fmt.Sprintf(`model = "scripted"
-model_provider = "scripted"
-
-[model_providers.scripted]
-name = "scripted"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "SCRIPTED_API_KEY"
-
-[mcp_servers.dsh]
-command = %q
-args = ["serve"]
-default_tools_approval_mode = "approve"
-`, api.URL, dshBinary(t))
-	codexHome := filepath.Join(home, ".codex")
-	if err := os.MkdirAll(codexHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	run := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "Run the command.")
-	run.Env = append(os.Environ(), "HOME="+home, "CODEX_HOME="+codexHome, "SCRIPTED_API_KEY=sk-dsh-test",
-		"XDG_RUNTIME_DIR="+t.TempDir())
-	run.Dir = work
-	out, err := run.CombinedOutput()
-	if want := "stdio-ok in " + work; err != nil || !strings.Contains(string(out), want) {
+	codexHome := writeCodexConfig(t, home, api.URL, fmt.Sprintf(`command = %q
+args = ["serve"]`, dshBinary(t)))
+	out, err := runCodex(codex, home, codexHome, work, "XDG_RUNTIME_DIR="+t.TempDir())
+	if want := "stdio-ok in " + work; err != nil || !strings.Contains(out, want) {
 		t.Fatalf("codex exec: %v\n%s\nthe model was given: %q", err, out, model.results)
 	}
 }
@@ -500,27 +500,11 @@ func TestGeminiOverStdio(t *testing.T) {
 	defer api.Close()
 
 	home, work := t.TempDir(), t.TempDir()
-	settings := map[string]any{
+	writeGeminiSettings(t, home, map[string]any{
 		"mcpServers": map[string]any{"dsh": map[string]any{"command": dshBinary(t), "args": []string{"serve"}}},
-		// What a headless run on a scratch machine needs: an API key
-		// login (the scripted model takes any key), no folder-trust prompt.
-		"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}, "folderTrust": map[string]any{"enabled": false}},
-	}
-	data, _ := json.Marshal(settings)
-	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	run := exec.CommandContext(ctx, gemini, "-p", "Run the command.", "--yolo", "-m", "gemini-2.5-flash")
-	run.Env = append(os.Environ(), "HOME="+home, "GEMINI_API_KEY=dsh-test", "GOOGLE_GEMINI_BASE_URL="+api.URL,
-		"XDG_RUNTIME_DIR="+t.TempDir())
-	run.Dir = work
-	out, err := run.CombinedOutput()
-	if want := "stdio-ok in " + work; err != nil || !strings.Contains(string(out), want) {
+	})
+	out, err := runGemini(gemini, home, api.URL, work, "XDG_RUNTIME_DIR="+t.TempDir())
+	if want := "stdio-ok in " + work; err != nil || !strings.Contains(out, want) {
 		t.Fatalf("gemini -p: %v\n%s\nthe model was given: %q", err, out, model.results)
 	}
 }
