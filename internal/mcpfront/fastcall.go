@@ -111,8 +111,6 @@ type callMeta struct {
 	ProtocolVersion any `json:"io.modelcontextprotocol/protocolVersion"`
 }
 
-const decodeFlags = segjson.DontMatchCaseInsensitiveStructFields
-
 // decodeCall decodes a tools/call's params into what the front's handler
 // reads of them (the name, the arguments, the progress token), and
 // reports whether they select SEP-2575's per-request protocol, as the SDK
@@ -177,7 +175,7 @@ func (c *lineConn) serveCall(req *jsonrpc.Request) bool {
 		delete(c.calls.inFlight, key)
 		c.pendingMu.Unlock()
 		cancel(nil)
-		c.answerCall(fc, req.ID, perRequest, res, err)
+		c.answerCall(fc, req.ID, key, perRequest, res, err)
 	})
 	return true
 }
@@ -219,8 +217,8 @@ const maxIdleWorkers = 4
 // builds it: the result marshalled without HTML escaping, and for the
 // per-request protocol with the server's info and its type. The front's
 // result, one text block, is appended straight into the line.
-func (c *lineConn) answerCall(fc *fastCalls, id jsonrpc.ID, perRequest bool, res *mcp.CallToolResult, err error) {
-	if c.dropAnswer(id) {
+func (c *lineConn) answerCall(fc *fastCalls, id jsonrpc.ID, key string, perRequest bool, res *mcp.CallToolResult, err error) {
+	if c.dropAnswer(id, key) {
 		return
 	}
 	var line []byte

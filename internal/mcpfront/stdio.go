@@ -118,10 +118,11 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+		key := idKey(resp.ID)
 		c.pendingMu.Lock()
-		c.sdkAnsweredLocked(idKey(resp.ID), resp)
+		c.sdkAnsweredLocked(key, resp)
 		c.pendingMu.Unlock()
-		if c.dropAnswer(resp.ID) {
+		if c.dropAnswer(resp.ID, key) {
 			return nil
 		}
 	}
@@ -132,10 +133,10 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	return c.writeLine(data)
 }
 
-// dropAnswer reports whether the answer to request id is to be dropped
-// (the client cancelled the request), and forgets the request.
-func (c *lineConn) dropAnswer(id jsonrpc.ID) bool {
-	key := idKey(id)
+// dropAnswer reports whether the answer to request id (whose idKey is
+// key) is to be dropped, because the client cancelled the request, and
+// forgets the request.
+func (c *lineConn) dropAnswer(id jsonrpc.ID, key string) bool {
 	c.pendingMu.Lock()
 	cancelled := c.pending[key]
 	delete(c.pending, key)
