@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dshdev/dsh/config"
+
 	"github.com/dshdev/dsh/host"
 )
 
@@ -23,7 +25,7 @@ type clitestConfig struct {
 
 func (c *clitestConfig) Validate() error {
 	if c.Repeat < 1 {
-		return host.FieldErrorf("repeat", "clitest: repeat must be a positive integer")
+		return config.FieldErrorf("repeat", "clitest: repeat must be a positive integer")
 	}
 	return nil
 }

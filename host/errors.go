@@ -81,19 +81,3 @@ func (e *DeploymentError) Error() string {
 }
 
 func (e *DeploymentError) Unwrap() error { return e.Err }
-
-// FieldError is what a config's Validate method returns to name the field at
-// fault; the loader then reports the line where that field is set. Field is
-// the key path in the document, dot-separated for nested structs.
-type FieldError struct {
-	Field string
-	Err   error
-}
-
-// FieldErrorf builds a FieldError with a formatted message.
-func FieldErrorf(field, format string, args ...any) *FieldError {
-	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
-}
-
-func (e *FieldError) Error() string { return e.Err.Error() }
-func (e *FieldError) Unwrap() error { return e.Err }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dshdev/dsh/config"
+
 	"github.com/dshdev/dsh/host"
 )
 
@@ -18,7 +20,7 @@ type shoutConfig struct {
 
 func (c *shoutConfig) Validate() error {
 	if c.Suffix == "" {
-		return host.FieldErrorf("suffix", "shout: suffix must be non-empty")
+		return config.FieldErrorf("suffix", "shout: suffix must be non-empty")
 	}
 	return nil
 }

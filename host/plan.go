@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/dshdev/dsh/config"
 )
 
 // Realm names a service namespace. The zero Realm is the root. A group
@@ -219,7 +221,7 @@ func (r *resolver) config(e *Entry, p Plugin) (any, error) {
 	if v, ok := cfg.(interface{ Validate() error }); ok {
 		if err := v.Validate(); err != nil {
 			line := e.Line
-			var fe *FieldError
+			var fe *config.FieldError
 			if errors.As(err, &fe) {
 				if l := fieldLine(e.config, fe.Field); l > 0 {
 					line = l

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/dshdev/dsh/config"
 )
 
 // recorder collects what the test plugins do, in order.
@@ -42,10 +44,10 @@ type testConfig struct {
 
 func (c *testConfig) Validate() error {
 	if c.Limit < 0 {
-		return FieldErrorf("limit", "svc: limit must be non-negative")
+		return config.FieldErrorf("limit", "svc: limit must be non-negative")
 	}
 	if c.Nested.Depth > 10 {
-		return FieldErrorf("nested.depth", "svc: nested.depth must be at most 10")
+		return config.FieldErrorf("nested.depth", "svc: nested.depth must be at most 10")
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dshdev/dsh/config"
+
 	"github.com/dshdev/dsh/host"
 )
 
@@ -73,12 +75,12 @@ func (c *Config) Validate() error {
 		for _, src := range l.list {
 			switch {
 			case strings.TrimSpace(src) == "" || strings.TrimSpace(src) != src:
-				return host.FieldErrorf(l.field, "invariants: %s entries must be non-blank and have no surrounding whitespace", l.field)
+				return config.FieldErrorf(l.field, "invariants: %s entries must be non-blank and have no surrounding whitespace", l.field)
 			case seen[src]:
-				return host.FieldErrorf(l.field, "invariants: %s contains duplicate regex %q", l.field, src)
+				return config.FieldErrorf(l.field, "invariants: %s contains duplicate regex %q", l.field, src)
 			}
 			if _, err := regexp.Compile(src); err != nil {
-				return host.FieldErrorf(l.field, "invariants: %s contains invalid regex %q", l.field, src)
+				return config.FieldErrorf(l.field, "invariants: %s contains invalid regex %q", l.field, src)
 			}
 			seen[src] = true
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dshdev/dsh/config"
+
 	"github.com/dshdev/dsh/host"
 )
 
@@ -24,7 +26,7 @@ func TestConfigErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
-			if _, ok := errors.AsType[*host.FieldError](err); !ok || err.Error() != tc.want {
+			if _, ok := errors.AsType[*config.FieldError](err); !ok || err.Error() != tc.want {
 				t.Fatalf("got %v, want %s", err, tc.want)
 			}
 		})

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/config"
 )
 
 // Config configures the shell backend. Every duration is in milliseconds.
@@ -114,7 +114,7 @@ func ConfigFromJSON(raw json.RawMessage) (*Config, error) {
 // Validate reports the first invalid field.
 func (c *Config) Validate() error {
 	if c.BackendType == "" {
-		return host.FieldErrorf("backendType", "terminal-bash: backendType must be non-empty")
+		return config.FieldErrorf("backendType", "terminal-bash: backendType must be non-empty")
 	}
 	positive := []struct {
 		field string
@@ -132,7 +132,7 @@ func (c *Config) Validate() error {
 	}
 	for _, p := range positive {
 		if p.value <= 0 {
-			return host.FieldErrorf(p.field, "terminal-bash: %s must be a positive integer", p.field)
+			return config.FieldErrorf(p.field, "terminal-bash: %s must be a positive integer", p.field)
 		}
 	}
 	// Durations are milliseconds; past 2^31 (24.8 days, the bound the
@@ -148,17 +148,17 @@ func (c *Config) Validate() error {
 		{"stdinProbeMaxMs", c.StdinProbeMaxMs},
 	} {
 		if p.value > maxMillis {
-			return host.FieldErrorf(p.field, "terminal-bash: %s must not exceed %d", p.field, maxMillis)
+			return config.FieldErrorf(p.field, "terminal-bash: %s must not exceed %d", p.field, maxMillis)
 		}
 	}
 	if c.Rows > maxTermSize {
-		return host.FieldErrorf("rows", "terminal-bash: rows must not exceed %d", maxTermSize)
+		return config.FieldErrorf("rows", "terminal-bash: rows must not exceed %d", maxTermSize)
 	}
 	if c.Cols > maxTermSize {
-		return host.FieldErrorf("cols", "terminal-bash: cols must not exceed %d", maxTermSize)
+		return config.FieldErrorf("cols", "terminal-bash: cols must not exceed %d", maxTermSize)
 	}
 	if c.MaxReadBytes > c.ScrollbackMaxBytes {
-		return host.FieldErrorf("maxReadBytes", "terminal-bash: maxReadBytes must not exceed scrollbackMaxBytes")
+		return config.FieldErrorf("maxReadBytes", "terminal-bash: maxReadBytes must not exceed scrollbackMaxBytes")
 	}
 	if err := c.Env.validate("env"); err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/config"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -52,9 +52,9 @@ func TestConfigValidate(t *testing.T) {
 				}
 				return
 			}
-			var fe *host.FieldError
+			var fe *config.FieldError
 			if !errors.As(err, &fe) {
-				t.Fatalf("Validate = %v, want a *host.FieldError", err)
+				t.Fatalf("Validate = %v, want a *config.FieldError", err)
 			}
 			if fe.Field != tt.field || err.Error() != tt.msg {
 				t.Errorf("Validate = %q on %q, want %q on %q", err, fe.Field, tt.msg, tt.field)

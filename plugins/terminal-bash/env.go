@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/config"
 )
 
 // EnvPolicy says which of dsh's environment variables a shell gets. The
@@ -135,7 +135,7 @@ func (p *EnvPolicy) validate(prefix string) error {
 	switch p.Inherit {
 	case InheritAll, InheritCore, InheritNone:
 	default:
-		return host.FieldErrorf(prefix+".inherit", "terminal-bash: %s.inherit must be one of all, core, none; got %q", prefix, p.Inherit)
+		return config.FieldErrorf(prefix+".inherit", "terminal-bash: %s.inherit must be one of all, core, none; got %q", prefix, p.Inherit)
 	}
 	for _, list := range []struct {
 		field string
@@ -143,18 +143,18 @@ func (p *EnvPolicy) validate(prefix string) error {
 	}{{"exclude", p.Exclude}, {"includeOnly", p.IncludeOnly}} {
 		for _, g := range list.globs {
 			if _, err := path.Match(g, ""); err != nil || g == "" {
-				return host.FieldErrorf(prefix+"."+list.field, "terminal-bash: %s.%s: %q is not a valid glob", prefix, list.field, g)
+				return config.FieldErrorf(prefix+"."+list.field, "terminal-bash: %s.%s: %q is not a valid glob", prefix, list.field, g)
 			}
 		}
 	}
 	for name, value := range p.Set {
 		switch {
 		case name == "" || strings.ContainsAny(name, "=\x00"):
-			return host.FieldErrorf(prefix+".set", "terminal-bash: %s.set: %q is not a variable name", prefix, name)
+			return config.FieldErrorf(prefix+".set", "terminal-bash: %s.set: %q is not a variable name", prefix, name)
 		case strings.IndexByte(value, 0) >= 0:
-			return host.FieldErrorf(prefix+".set", "terminal-bash: %s.set: the value of %s contains a NUL byte", prefix, name)
+			return config.FieldErrorf(prefix+".set", "terminal-bash: %s.set: the value of %s contains a NUL byte", prefix, name)
 		case ownVariable(name):
-			return host.FieldErrorf(prefix+".set", "terminal-bash: %s.set cannot set %s: dsh sets it for the shell protocol", prefix, name)
+			return config.FieldErrorf(prefix+".set", "terminal-bash: %s.set cannot set %s: dsh sets it for the shell protocol", prefix, name)
 		}
 	}
 	return nil

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/config"
+
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/sandbox"
 )
 
@@ -53,20 +54,20 @@ func defaultSandbox() SandboxConfig {
 func (c *SandboxConfig) validate(prefix string) error {
 	mode := sandbox.Mode(c.Mode)
 	if !mode.Valid() {
-		return host.FieldErrorf(prefix+".mode", "terminal-bash: %s.mode must be one of %s; got %q", prefix, modeList(), c.Mode)
+		return config.FieldErrorf(prefix+".mode", "terminal-bash: %s.mode must be one of %s; got %q", prefix, modeList(), c.Mode)
 	}
 	if c.Workspace != "" {
 		if err := absoluteDir(c.Workspace); err != nil {
-			return host.FieldErrorf(prefix+".workspace", "terminal-bash: %s.workspace: %v", prefix, err)
+			return config.FieldErrorf(prefix+".workspace", "terminal-bash: %s.workspace: %v", prefix, err)
 		}
 	}
 	for _, dir := range c.Writable {
 		if err := absoluteDir(dir); err != nil {
-			return host.FieldErrorf(prefix+".writable", "terminal-bash: %s.writable: %v", prefix, err)
+			return config.FieldErrorf(prefix+".writable", "terminal-bash: %s.writable: %v", prefix, err)
 		}
 	}
 	if mode != sandbox.WorkspaceWrite && (c.Workspace != "" || len(c.Writable) > 0) {
-		return host.FieldErrorf(prefix+".mode", "terminal-bash: %s.workspace and %s.writable need mode %q; mode is %q", prefix, prefix, sandbox.WorkspaceWrite, c.Mode)
+		return config.FieldErrorf(prefix+".mode", "terminal-bash: %s.workspace and %s.writable need mode %q; mode is %q", prefix, prefix, sandbox.WorkspaceWrite, c.Mode)
 	}
 	return nil
 }
@@ -114,7 +115,7 @@ func checkSandbox(c *SandboxConfig) (int, error) {
 	defer cancel()
 	r, err := sandbox.Check(ctx, p)
 	if err != nil {
-		return 0, host.FieldErrorf("sandbox", "terminal-bash: sandbox mode %q with network %v: %w", c.Mode, c.Network, err)
+		return 0, config.FieldErrorf("sandbox", "terminal-bash: sandbox mode %q with network %v: %w", c.Mode, c.Network, err)
 	}
 	return r.ABI, nil
 }

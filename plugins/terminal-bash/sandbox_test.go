@@ -12,7 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/config"
+
 	"github.com/dshdev/dsh/plugins/terminal"
 )
 
@@ -193,7 +194,7 @@ func TestSandboxConfigErrors(t *testing.T) {
 			cfg := testConfig()
 			cfg.Sandbox = tc.sc
 			err := cfg.Validate()
-			fe, ok := errors.AsType[*host.FieldError](err)
+			fe, ok := errors.AsType[*config.FieldError](err)
 			if !ok || fe.Field != tc.field || err.Error() != tc.msg {
 				t.Fatalf("got %v (%T), want field %s: %s", err, err, tc.field, tc.msg)
 			}

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dshdev/dsh/config"
+
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/go-units"
-
-	"github.com/dshdev/dsh/host"
 )
 
 // Config configures the docker backend. Exactly one of Image and Container
@@ -111,38 +111,38 @@ const maxMillis = 1<<31 - 1
 func (c *Config) Validate() error {
 	switch {
 	case c.BackendType == "":
-		return host.FieldErrorf("backendType", "terminal-docker: backendType must be non-empty")
+		return config.FieldErrorf("backendType", "terminal-docker: backendType must be non-empty")
 	case c.Image == "" && c.Container == "":
-		return host.FieldErrorf("image", "terminal-docker: set image (a container per session) or container (an existing one)")
+		return config.FieldErrorf("image", "terminal-docker: set image (a container per session) or container (an existing one)")
 	case c.Image != "" && c.Container != "":
-		return host.FieldErrorf("container", "terminal-docker: image and container exclude each other: set one")
+		return config.FieldErrorf("container", "terminal-docker: image and container exclude each other: set one")
 	case !path.IsAbs(c.MountPath):
-		return host.FieldErrorf("mountPath", "terminal-docker: mountPath must be an absolute path in the container; got %q", c.MountPath)
+		return config.FieldErrorf("mountPath", "terminal-docker: mountPath must be an absolute path in the container; got %q", c.MountPath)
 	case !path.IsAbs(c.Shell):
-		return host.FieldErrorf("shell", "terminal-docker: shell must be an absolute path in the container; got %q", c.Shell)
+		return config.FieldErrorf("shell", "terminal-docker: shell must be an absolute path in the container; got %q", c.Shell)
 	case c.CPUs < 0:
-		return host.FieldErrorf("cpus", "terminal-docker: cpus must not be negative")
+		return config.FieldErrorf("cpus", "terminal-docker: cpus must not be negative")
 	case c.PidsLimit < 0:
-		return host.FieldErrorf("pidsLimit", "terminal-docker: pidsLimit must not be negative")
+		return config.FieldErrorf("pidsLimit", "terminal-docker: pidsLimit must not be negative")
 	case c.Network == "":
-		return host.FieldErrorf("network", "terminal-docker: network must be non-empty (none for no network)")
+		return config.FieldErrorf("network", "terminal-docker: network must be non-empty (none for no network)")
 	}
 	if c.Memory != "" {
 		if _, err := units.RAMInBytes(c.Memory); err != nil {
-			return host.FieldErrorf("memory", "terminal-docker: memory: %v", err)
+			return config.FieldErrorf("memory", "terminal-docker: memory: %v", err)
 		}
 	}
 	if c.Workspace != "" {
 		if !filepath.IsAbs(c.Workspace) {
-			return host.FieldErrorf("workspace", "terminal-docker: workspace must be an absolute path; got %q", c.Workspace)
+			return config.FieldErrorf("workspace", "terminal-docker: workspace must be an absolute path; got %q", c.Workspace)
 		}
 		if fi, err := os.Stat(c.Workspace); err != nil || !fi.IsDir() {
-			return host.FieldErrorf("workspace", "terminal-docker: workspace %s is not a directory", c.Workspace)
+			return config.FieldErrorf("workspace", "terminal-docker: workspace %s is not a directory", c.Workspace)
 		}
 	}
 	for _, m := range c.Mounts {
 		if _, err := parseMount(m); err != nil {
-			return host.FieldErrorf("mounts", "terminal-docker: mounts: %v", err)
+			return config.FieldErrorf("mounts", "terminal-docker: mounts: %v", err)
 		}
 	}
 	if c.Container != "" {
@@ -151,13 +151,13 @@ func (c *Config) Validate() error {
 			set   bool
 		}{{"workspace", c.Workspace != ""}, {"mounts", len(c.Mounts) > 0}, {"memory", c.Memory != ""}, {"cpus", c.CPUs != 0}, {"pidsLimit", c.PidsLimit != 0}} {
 			if f.set {
-				return host.FieldErrorf(f.field, "terminal-docker: %s applies to containers dsh creates (image), not to an existing container", f.field)
+				return config.FieldErrorf(f.field, "terminal-docker: %s applies to containers dsh creates (image), not to an existing container", f.field)
 			}
 		}
 	}
 	for name := range c.Env {
 		if name == "" || bytes.ContainsAny([]byte(name), "=\x00") {
-			return host.FieldErrorf("env", "terminal-docker: env: %q is not a variable name", name)
+			return config.FieldErrorf("env", "terminal-docker: env: %q is not a variable name", name)
 		}
 	}
 	for _, p := range []struct {
@@ -165,7 +165,7 @@ func (c *Config) Validate() error {
 		value int
 	}{{"idleSilenceMs", c.IdleSilenceMs}, {"timeoutMs", c.TimeoutMs}} {
 		if p.value <= 0 || p.value > maxMillis {
-			return host.FieldErrorf(p.field, "terminal-docker: %s must be a positive integer of at most %d", p.field, maxMillis)
+			return config.FieldErrorf(p.field, "terminal-docker: %s must be a positive integer of at most %d", p.field, maxMillis)
 		}
 	}
 	return nil

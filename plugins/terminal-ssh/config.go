@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/config"
 )
 
 // Config configures the ssh backend: where the remote shell runs and how
@@ -130,22 +130,22 @@ func (c *Config) Validate() error {
 		}
 	}
 	if len(missing) > 0 {
-		return host.FieldErrorf(missing[0], "terminal-ssh: missing required setting(s): %s", strings.Join(missing, ", "))
+		return config.FieldErrorf(missing[0], "terminal-ssh: missing required setting(s): %s", strings.Join(missing, ", "))
 	}
 	if err := checkHost(c.Host); err != nil {
-		return host.FieldErrorf("host", "terminal-ssh: host %q: %v", c.Host, err)
+		return config.FieldErrorf("host", "terminal-ssh: host %q: %v", c.Host, err)
 	}
 	if strings.ContainsAny(c.User, "\x00\r\n") {
-		return host.FieldErrorf("user", "terminal-ssh: user must not contain NUL or line breaks")
+		return config.FieldErrorf("user", "terminal-ssh: user must not contain NUL or line breaks")
 	}
 	if c.Port < 1 || c.Port > 65535 {
-		return host.FieldErrorf("port", "terminal-ssh: port must be between 1 and 65535 (got %d)", c.Port)
+		return config.FieldErrorf("port", "terminal-ssh: port must be between 1 and 65535 (got %d)", c.Port)
 	}
 	if c.KnownHostsFile == "" {
-		return host.FieldErrorf("knownHostsFile", "terminal-ssh: knownHostsFile must not be empty: host keys are always checked")
+		return config.FieldErrorf("knownHostsFile", "terminal-ssh: knownHostsFile must not be empty: host keys are always checked")
 	}
 	if strings.IndexByte(c.Workdir, 0) >= 0 {
-		return host.FieldErrorf("workdir", "terminal-ssh: workdir must not contain a NUL byte")
+		return config.FieldErrorf("workdir", "terminal-ssh: workdir must not contain a NUL byte")
 	}
 	for _, f := range []struct {
 		name       string
@@ -158,7 +158,7 @@ func (c *Config) Validate() error {
 		{"idleSilenceMs", c.IdleSilenceMs, 1, maxMillis},
 	} {
 		if f.value < f.min || f.value > f.max {
-			return host.FieldErrorf(f.name, "terminal-ssh: %s must be between %d and %d (got %d)", f.name, f.min, f.max, f.value)
+			return config.FieldErrorf(f.name, "terminal-ssh: %s must be between %d and %d (got %d)", f.name, f.min, f.max, f.value)
 		}
 	}
 	return nil

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/config"
 )
 
 func TestDecodeConfig(t *testing.T) {
@@ -55,7 +55,7 @@ func TestDecodeConfig(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("error %q does not mention %q", err, tc.msg)
 			}
-			fe, isField := errors.AsType[*host.FieldError](err)
+			fe, isField := errors.AsType[*config.FieldError](err)
 			switch {
 			case tc.field == "" && isField:
 				t.Errorf("error %q names field %q, want a decoding error", err, fe.Field)

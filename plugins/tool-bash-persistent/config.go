@@ -3,7 +3,7 @@ package bashtool
 import (
 	"strings"
 
-	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/config"
 )
 
 // DefaultDescription is the tool description the model sees unless a
@@ -86,15 +86,15 @@ const maxTimeoutMs = 1 << 31
 func (c *Config) Validate() error {
 	switch {
 	case strings.TrimSpace(c.BackendType) == "":
-		return host.FieldErrorf("backendType", "tool-bash-persistent: backendType must be non-empty")
+		return config.FieldErrorf("backendType", "tool-bash-persistent: backendType must be non-empty")
 	case c.TimeoutMs <= 0 || c.TimeoutMs > maxTimeoutMs:
-		return host.FieldErrorf("timeoutMs", "tool-bash-persistent: timeoutMs must be a positive safe integer")
+		return config.FieldErrorf("timeoutMs", "tool-bash-persistent: timeoutMs must be a positive safe integer")
 	case c.TimeoutAction != TimeoutReset && c.TimeoutAction != TimeoutInterrupt && c.TimeoutAction != TimeoutBackground:
-		return host.FieldErrorf("timeoutAction", "tool-bash-persistent: timeoutAction must be one of reset, interrupt, background; got %q", c.TimeoutAction)
+		return config.FieldErrorf("timeoutAction", "tool-bash-persistent: timeoutAction must be one of reset, interrupt, background; got %q", c.TimeoutAction)
 	case c.MaxOutputChars <= 0:
-		return host.FieldErrorf("maxOutputChars", "tool-bash-persistent: maxOutputChars must be a positive safe integer")
+		return config.FieldErrorf("maxOutputChars", "tool-bash-persistent: maxOutputChars must be a positive safe integer")
 	case strings.TrimSpace(c.Description) == "":
-		return host.FieldErrorf("description", "tool-bash-persistent: description must be non-empty")
+		return config.FieldErrorf("description", "tool-bash-persistent: description must be non-empty")
 	}
 	return nil
 }
