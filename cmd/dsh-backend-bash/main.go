@@ -10,7 +10,8 @@ import (
 	"encoding/json"
 	"log/slog"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 )
@@ -21,7 +22,7 @@ func main() {
 
 // newBackend decodes the config strictly over the defaults, as the host
 // does for the in-process plugin, and builds the backend.
-func newBackend(_ context.Context, raw json.RawMessage) (terminal.Backend, error) {
+func newBackend(_ context.Context, raw json.RawMessage) (termapi.Backend, error) {
 	cfg, err := terminalbash.ConfigFromJSON(raw)
 	if err != nil {
 		return nil, err

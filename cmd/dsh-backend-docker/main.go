@@ -12,7 +12,8 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	terminaldocker "github.com/dshdev/dsh/plugins/terminal-docker"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 )
@@ -21,7 +22,7 @@ func main() {
 	backendplugin.Serve(newBackend)
 }
 
-func newBackend(ctx context.Context, raw json.RawMessage) (terminal.Backend, error) {
+func newBackend(ctx context.Context, raw json.RawMessage) (termapi.Backend, error) {
 	cfg, err := terminaldocker.DecodeConfig(raw)
 	if err != nil {
 		return nil, err

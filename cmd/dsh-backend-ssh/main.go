@@ -8,7 +8,8 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	terminalssh "github.com/dshdev/dsh/plugins/terminal-ssh"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 )
@@ -17,7 +18,7 @@ func main() {
 	backendplugin.Serve(newBackend)
 }
 
-func newBackend(_ context.Context, raw json.RawMessage) (terminal.Backend, error) {
+func newBackend(_ context.Context, raw json.RawMessage) (termapi.Backend, error) {
 	cfg, err := terminalssh.DecodeConfig(raw)
 	if err != nil {
 		return nil, err

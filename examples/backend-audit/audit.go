@@ -8,7 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
 )
 
@@ -54,12 +55,12 @@ type auditBackend struct {
 
 func (b *auditBackend) Type() string { return "audited-shell" }
 
-func (b *auditBackend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error) {
+func (b *auditBackend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Session, error) {
 	s, err := b.Backend.Spawn(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	return &auditSession{Session: s, exec: s.(terminal.Executor), log: b.log, spec: spec}, nil
+	return &auditSession{Session: s, exec: s.(termapi.Executor), log: b.log, spec: spec}, nil
 }
 
 // Close closes the shells, then the log.
@@ -75,13 +76,13 @@ func (b *auditBackend) Close(ctx context.Context) error {
 
 // auditSession logs each command as it starts and as it ends.
 type auditSession struct {
-	terminal.Session
-	exec terminal.Executor
+	termapi.Session
+	exec termapi.Executor
 	log  *auditLog
-	spec terminal.SpawnSpec
+	spec termapi.SpawnSpec
 }
 
-func (s *auditSession) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.Send, error) {
+func (s *auditSession) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Send, error) {
 	sn, err := s.exec.Exec(ctx, req)
 	if err != nil {
 		return nil, err
@@ -92,14 +93,14 @@ func (s *auditSession) Exec(ctx context.Context, req terminal.ExecRequest) (term
 
 // auditSend logs the end of its command when its result says so.
 type auditSend struct {
-	terminal.Send
+	termapi.Send
 	s    *auditSession
 	once sync.Once
 }
 
-func (a *auditSend) Wait(ctx context.Context) (terminal.SendResult, error) {
+func (a *auditSend) Wait(ctx context.Context) (termapi.SendResult, error) {
 	res, err := a.Send.Wait(ctx)
-	if err == nil && res.Exec != nil && (res.Exec.State == terminal.ExecCompleted || res.Exec.State == terminal.ExecAbandoned) {
+	if err == nil && res.Exec != nil && (res.Exec.State == termapi.ExecCompleted || res.Exec.State == termapi.ExecAbandoned) {
 		a.once.Do(func() {
 			code := res.Exec.ExitCode
 			a.s.log.write(record{Owner: a.s.spec.OwnerID, Session: a.s.spec.SessionID, Event: "end", ExitCode: &code, Reason: string(res.Exec.State)})

@@ -11,7 +11,7 @@
 //     name: tool-bash-persistent
 //     config: {backendType: audited-shell}
 //
-// A backend is a terminal.Backend; this one wraps another. See the
+// A backend is a termapi.Backend; this one wraps another. See the
 // backendplugin package for the whole contract.
 package main
 
@@ -23,7 +23,8 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 )
@@ -40,7 +41,7 @@ func main() {
 	backendplugin.Serve(newBackend)
 }
 
-func newBackend(_ context.Context, raw json.RawMessage) (terminal.Backend, error) {
+func newBackend(_ context.Context, raw json.RawMessage) (termapi.Backend, error) {
 	var cfg Config
 	if err := decodeStrict(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("config: %w", err)

@@ -9,11 +9,12 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
-func newTestBackend(t *testing.T, log string) terminal.Backend {
+func newTestBackend(t *testing.T, log string) termapi.Backend {
 	t.Helper()
 	raw, _ := json.Marshal(map[string]any{"log": log, "shell": map[string]any{"idleSilenceMs": 600000, "disposeGraceMs": 500}})
 	b, err := newBackend(context.Background(), raw)
@@ -26,7 +27,7 @@ func newTestBackend(t *testing.T, log string) terminal.Backend {
 
 // TestConformance: wrapping keeps the contract.
 func TestConformance(t *testing.T) {
-	terminaltest.TestBackend(t, func(t *testing.T) terminal.Backend {
+	terminaltest.TestBackend(t, func(t *testing.T) termapi.Backend {
 		return newTestBackend(t, filepath.Join(t.TempDir(), "audit.jsonl"))
 	}, terminaltest.Options{
 		EchoCommand:     func(text string) string { return "printf '%s\\n' " + strconv.Quote(text) },
@@ -41,13 +42,13 @@ func TestAuditLog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	b := newTestBackend(t, path)
 	ctx := context.Background()
-	s, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "s1", OwnerID: "agent-7"})
+	s, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "s1", OwnerID: "agent-7"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx, "test")
 	for _, command := range []string{"true", "(exit 4)"} {
-		sn, err := s.(terminal.Executor).Exec(ctx, terminal.ExecRequest{Command: command})
+		sn, err := s.(termapi.Executor).Exec(ctx, termapi.ExecRequest{Command: command})
 		if err != nil {
 			t.Fatal(err)
 		}

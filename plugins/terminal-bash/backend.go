@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/sandbox"
@@ -88,8 +90,8 @@ var errShutdown = fmt.Errorf("terminal-bash: backend is shut down: %w", terminal
 
 // Spawn starts bash and returns once it shows its first prompt. If ctx
 // ends first, or startup fails, the session is closed again before Spawn
-// returns; if that close fails too, the error is a *terminal.CleanupError.
-func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error) {
+// returns; if that close fails too, the error is a *termapi.CleanupError.
+func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Session, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -119,7 +121,7 @@ func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.closeBudget())
 		defer cancel()
 		if cerr := s.Close(cctx, "PTY startup failed"); cerr != nil {
-			return nil, &terminal.CleanupError{StartErr: err, CleanupErr: cerr}
+			return nil, &termapi.CleanupError{StartErr: err, CleanupErr: cerr}
 		}
 		return nil, err
 	}
@@ -141,7 +143,7 @@ var cgroupSeq atomic.Uint64
 // start allocates the PTY and the control channel, starts the shell (in
 // its own cgroup when possible, confined when the sandbox says so), and
 // launches the session.
-func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
+func (b *Backend) start(spec termapi.SpawnSpec) (*session, *send, error) {
 	term, err := openTerminal(b.cfg.rows, b.cfg.cols)
 	if err != nil {
 		return nil, nil, fmt.Errorf("terminal-bash: %w", err)
@@ -185,7 +187,7 @@ func (b *Backend) start(spec terminal.SpawnSpec) (*session, *send, error) {
 // launch makes the session of a started shell, registers it and starts
 // its goroutines. The session waits for the shell to install the plumbing
 // and reach its prompt as an internal send, which launch returns.
-func (b *Backend) launch(spec terminal.SpawnSpec, term *ptyPair, ctl *control, cmd *exec.Cmd, shell proc.Identity, cg *proc.Cgroup, pol sandbox.Policy) (*session, *send, error) {
+func (b *Backend) launch(spec termapi.SpawnSpec, term *ptyPair, ctl *control, cmd *exec.Cmd, shell proc.Identity, cg *proc.Cgroup, pol sandbox.Policy) (*session, *send, error) {
 	s := newSession(spec.SessionID, b.cfg, b.log.With("session", spec.SessionID), term, ctl)
 	s.shellCmd, s.pid, s.sandboxMode = cmd, shell.PID, string(pol.Mode)
 	s.target = proc.Target{Shell: shell, Tracker: proc.NewTracker(shell), Cgroup: cg}
@@ -214,7 +216,7 @@ func (b *Backend) launch(spec terminal.SpawnSpec, term *ptyPair, ctl *control, c
 // environment. A workspace-write shell gets a private temporary directory
 // in its control directory (removed with it) as TMPDIR, since it may not
 // write the shared one.
-func (b *Backend) confine(spec terminal.SpawnSpec, ctl *control, env []string) (sandbox.Policy, []string, error) {
+func (b *Backend) confine(spec termapi.SpawnSpec, ctl *control, env []string) (sandbox.Policy, []string, error) {
 	sc, err := b.sandboxFor(spec.Sandbox)
 	if err != nil {
 		return sandbox.Policy{}, nil, err
@@ -258,7 +260,7 @@ func (b *Backend) sandboxFor(mode string) (*SandboxConfig, error) {
 		sc.Workspace, sc.Writable = "", nil
 	}
 	if err := sc.validate("sandbox"); err != nil {
-		return nil, fmt.Errorf("%w: %w", terminal.ErrSandboxUnsupported, err)
+		return nil, fmt.Errorf("%w: %w", termapi.ErrSandboxUnsupported, err)
 	}
 	b.checkMu.Lock()
 	defer b.checkMu.Unlock()
@@ -268,14 +270,14 @@ func (b *Backend) sandboxFor(mode string) (*SandboxConfig, error) {
 		b.checked[mode] = checkErr
 	}
 	if checkErr != nil {
-		return nil, fmt.Errorf("%w: %w", terminal.ErrSandboxUnsupported, checkErr)
+		return nil, fmt.Errorf("%w: %w", termapi.ErrSandboxUnsupported, checkErr)
 	}
 	return &sc, nil
 }
 
 // startInCgroup starts the shell, in a cgroup of its own where one can be
 // made, and returns the cgroup (nil without one).
-func (b *Backend) startInCgroup(spec terminal.SpawnSpec, env []string, slave *os.File, pol sandbox.Policy) (*exec.Cmd, *proc.Cgroup, error) {
+func (b *Backend) startInCgroup(spec termapi.SpawnSpec, env []string, slave *os.File, pol sandbox.Policy) (*exec.Cmd, *proc.Cgroup, error) {
 	cg := b.newCgroup(spec.SessionID)
 	fd := -1
 	if cg != nil {
@@ -342,12 +344,12 @@ func (s *session) awaitStartup(ctx context.Context, sn *send) error {
 	defer s.mu.Unlock()
 	res := sn.Result()
 	switch res.Reason {
-	case terminal.WaitStdinRead:
+	case termapi.WaitStdinRead:
 		s.motd = res.Viewport
 		return nil
-	case terminal.WaitSessionExit:
+	case termapi.WaitSessionExit:
 		if s.phase != sessionOpen {
-			return fmt.Errorf("terminal-bash: session %s: %w", s.id, terminal.ErrSessionClosing)
+			return fmt.Errorf("terminal-bash: session %s: %w", s.id, termapi.ErrSessionClosing)
 		}
 		return fmt.Errorf("terminal-bash: shell exited during startup (%s): %q", res.Status, res.Viewport)
 	}
@@ -373,4 +375,4 @@ func (b *Backend) KillAll() {
 	}
 }
 
-var _ terminal.Backend = (*Backend)(nil)
+var _ termapi.Backend = (*Backend)(nil)

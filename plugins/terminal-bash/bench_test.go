@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/proc"
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
@@ -25,7 +26,7 @@ func BenchmarkExecTrue(b *testing.B) {
 	b.ReportAllocs()
 	defer reportShellCPU(b, s)()
 	for b.Loop() {
-		sn, err := s.Exec(ctx, terminal.ExecRequest{Command: "true", Stream: true})
+		sn, err := s.Exec(ctx, termapi.ExecRequest{Command: "true", Stream: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -33,7 +34,7 @@ func BenchmarkExecTrue(b *testing.B) {
 			b.Fatalf("output: %v", err)
 		}
 		res, err := sn.Wait(ctx)
-		if err != nil || res.Exec == nil || res.Exec.State != terminal.ExecCompleted {
+		if err != nil || res.Exec == nil || res.Exec.State != termapi.ExecCompleted {
 			b.Fatalf("result %+v, %v", res, err)
 		}
 	}
@@ -46,7 +47,7 @@ func BenchmarkSendTrue(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		sn, err := s.StartSend(ctx, terminal.SendRequest{Text: "true", Submit: true})
+		sn, err := s.StartSend(ctx, termapi.SendRequest{Text: "true", Submit: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -74,7 +75,7 @@ func BenchmarkExecSeq100k(b *testing.B) {
 // its close, unconfined and in the strictest sandbox (read-only, no
 // network).
 func BenchmarkSpawn(b *testing.B) {
-	for _, mode := range []string{"", terminal.SandboxReadOnly} {
+	for _, mode := range []string{"", termapi.SandboxReadOnly} {
 		name := "unconfined"
 		if mode != "" {
 			name = "sandboxed"
@@ -90,7 +91,7 @@ func benchSpawn(b *testing.B, mode string) {
 	}
 	ctx := context.Background()
 	for b.Loop() {
-		s, err := be.Spawn(ctx, terminal.SpawnSpec{SessionID: "bench", OwnerID: "bench", Sandbox: mode})
+		s, err := be.Spawn(ctx, termapi.SpawnSpec{SessionID: "bench", OwnerID: "bench", Sandbox: mode})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -146,7 +147,7 @@ func benchBackend(b *testing.B) *Backend {
 }
 
 func benchSession(b *testing.B) *session {
-	s, err := benchBackend(b).Spawn(context.Background(), terminal.SpawnSpec{SessionID: "bench", OwnerID: "bench"})
+	s, err := benchBackend(b).Spawn(context.Background(), termapi.SpawnSpec{SessionID: "bench", OwnerID: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,10 +9,11 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/proc"
-	"github.com/dshdev/dsh/plugins/terminal"
 )
 
 // closeCall is one Close in progress; concurrent callers share it.
@@ -74,8 +75,8 @@ func awaitExited(pid int) {
 }
 
 // exitStatus turns a wait status into the terminal's terms.
-func exitStatus(ps *os.ProcessState) terminal.Status {
-	st := terminal.Status{Exited: true, ExitCode: -1}
+func exitStatus(ps *os.ProcessState) termapi.Status {
+	st := termapi.Status{Exited: true, ExitCode: -1}
 	if ps == nil {
 		return st
 	}
@@ -98,11 +99,11 @@ func (s *session) finishExitLocked() {
 	}
 	s.shell = shellDone
 	if sn := s.live; sn != nil {
-		s.settleLocked(sn, terminal.WaitSessionExit)
+		s.settleLocked(sn, termapi.WaitSessionExit)
 	}
 }
 
-// Close ends the session and everything it started. See terminal.Session.
+// Close ends the session and everything it started. See termapi.Session.
 func (s *session) Close(ctx context.Context, reason string) error {
 	s.mu.Lock()
 	if s.phase == sessionClosed {
@@ -122,7 +123,7 @@ func (s *session) Close(ctx context.Context, reason string) error {
 	s.closeCall = c
 	s.phase = sessionClosing
 	if sn := s.live; sn != nil {
-		s.settleLocked(sn, terminal.WaitSessionExit)
+		s.settleLocked(sn, termapi.WaitSessionExit)
 	}
 	s.mu.Unlock()
 

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"go.uber.org/goleak"
 
 	"github.com/dshdev/dsh/internal/proc"
@@ -79,7 +81,7 @@ func spawnUnmanaged(t *testing.T, b *Backend, cwd string) *session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	ts, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-close", OwnerID: "owner", Cwd: cwd})
+	ts, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-close", OwnerID: "owner", Cwd: cwd})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,13 +106,13 @@ func TestCloseIsSharedAndIdempotent(t *testing.T) {
 			t.Errorf("close %d: %v", i, err)
 		}
 	}
-	if res := wait(t, sn); res.Reason != terminal.WaitSessionExit {
+	if res := wait(t, sn); res.Reason != termapi.WaitSessionExit {
 		t.Errorf("live send settled %s, want session_exit", res.Reason)
 	}
 	if err := s.Close(context.Background(), "again"); err != nil {
 		t.Errorf("close after close: %v", err)
 	}
-	if _, err := s.StartSend(context.Background(), terminal.SendRequest{Text: "true"}); !errors.Is(err, terminal.ErrSessionClosing) {
+	if _, err := s.StartSend(context.Background(), termapi.SendRequest{Text: "true"}); !errors.Is(err, termapi.ErrSessionClosing) {
 		t.Errorf("send after close: %v, want ErrSessionClosing", err)
 	}
 	if st := s.Status(); !st.Exited {
@@ -185,7 +187,7 @@ func TestSpawnFailures(t *testing.T) {
 				ctx, cancel = tt.ctx()
 			}
 			defer cancel()
-			s, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-fail", OwnerID: "owner", Cwd: tt.cwd})
+			s, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-fail", OwnerID: "owner", Cwd: tt.cwd})
 			if err == nil {
 				s.Close(context.Background(), "unexpected")
 				t.Fatal("spawn succeeded")
@@ -221,7 +223,7 @@ func TestBackendClose(t *testing.T) {
 			t.Errorf("shell %v survived the backend's close", id)
 		}
 	}
-	_, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "late", OwnerID: "owner"})
+	_, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "late", OwnerID: "owner"})
 	if !errors.Is(err, terminal.ErrServiceClosing) {
 		t.Errorf("spawn after close: %v", err)
 	}
@@ -279,7 +281,7 @@ func TestShellStartFailureKeepsCgroups(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	if _, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-missing", OwnerID: "owner"}); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-missing", OwnerID: "owner"}); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("spawn of a missing shell: %v, want fs.ErrNotExist", err)
 	}
 	if b.noCgroup.Load() {

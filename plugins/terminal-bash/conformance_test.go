@@ -6,13 +6,14 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
 func TestConformance(t *testing.T) {
 	terminaltest.CheckGoroutines(t)
-	terminaltest.TestBackend(t, func(t *testing.T) terminal.Backend {
+	terminaltest.TestBackend(t, func(t *testing.T) termapi.Backend {
 		return newTestBackend(t, nil)
 	}, conformanceOptions)
 }
@@ -23,7 +24,7 @@ func TestConformance(t *testing.T) {
 func TestConformanceSandboxed(t *testing.T) {
 	requireSandbox(t)
 	terminaltest.CheckGoroutines(t)
-	terminaltest.TestBackend(t, func(t *testing.T) terminal.Backend {
+	terminaltest.TestBackend(t, func(t *testing.T) termapi.Backend {
 		return newTestBackend(t, func(c *Config) { c.Sandbox = SandboxConfig{Mode: "read-only", Network: false} })
 	}, conformanceOptions)
 }

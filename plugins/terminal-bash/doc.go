@@ -31,7 +31,7 @@
 //
 // # The shell protocol
 //
-// Exec (terminal.Executor) runs one command. Each session has a private
+// Exec (termapi.Executor) runs one command. Each session has a private
 // directory (0700, on tmpfs where there is one) with two FIFOs and the
 // plumbing script (protocol.go), which bash sources at its first prompt
 // from PROMPT_COMMAND. For a command, dsh

@@ -10,22 +10,22 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // command is the command of one Exec, from the moment it is handed to the
 // shell until a send has reported how it ended. Guarded by s.mu.
 type command struct {
 	nonce string
-	res   terminal.ExecResult
+	res   termapi.ExecResult
 	ended bool
 	// inline: the command was typed on its line, not written into the
 	// input channel (see appendCommandLine).
 	inline bool
 }
 
-// Exec runs a command through the shell protocol. See terminal.Executor.
-func (s *session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.Send, error) {
+// Exec runs a command through the shell protocol. See termapi.Executor.
+func (s *session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Send, error) {
 	switch {
 	case req.Command == "":
 		return nil, fmt.Errorf("terminal-bash: session %s: exec: empty command", s.id)
@@ -40,7 +40,7 @@ func (s *session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.
 		return nil, err
 	}
 	if !s.idle || s.cur != nil {
-		return nil, fmt.Errorf("terminal-bash: session %s: %w", s.id, terminal.ErrShellBusy)
+		return nil, fmt.Errorf("terminal-bash: session %s: %w", s.id, termapi.ErrShellBusy)
 	}
 	// The shell's own group must own the terminal: only the shell may read
 	// the line that carries the command's nonce.
@@ -54,9 +54,9 @@ func (s *session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.
 			if err := s.usableLocked(); err != nil {
 				return nil, err
 			}
-			return nil, fmt.Errorf("terminal-bash: session %s: %w", s.id, terminal.ErrSessionExited)
+			return nil, fmt.Errorf("terminal-bash: session %s: %w", s.id, termapi.ErrSessionExited)
 		}
-		return nil, fmt.Errorf("terminal-bash: session %s: %w: another process group holds the terminal", s.id, terminal.ErrShellBusy)
+		return nil, fmt.Errorf("terminal-bash: session %s: %w: another process group holds the terminal", s.id, termapi.ErrShellBusy)
 	}
 	if err := s.term.lineMode(); err != nil {
 		return nil, fmt.Errorf("terminal-bash: session %s: exec: %w", s.id, err)
@@ -64,7 +64,7 @@ func (s *session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.
 
 	now := time.Now()
 	sn := newSend(s, req.Stream, now.Add(s.timeout(req.Timeout)))
-	c := &command{nonce: newNonce(), res: terminal.ExecResult{State: terminal.ExecPending, ExitCode: -1}}
+	c := &command{nonce: newNonce(), res: termapi.ExecResult{State: termapi.ExecPending, ExitCode: -1}}
 	c.res.Background = s.unclaimed.Take() + s.breakLineLocked()
 	c.res.BackgroundTruncated = s.unclaimed.TakeDropped()
 	sn.cmd, sn.exec = c, true
@@ -118,13 +118,13 @@ func (s *session) writeCommandRest(sn *send, in *os.File, rest []byte) {
 // execResultLocked is how sn reports the state of its command, or nil
 // outside an Exec. A command that has ended is reported once, and the
 // session is ready for the next.
-func (s *session) execResultLocked(sn *send) *terminal.ExecResult {
+func (s *session) execResultLocked(sn *send) *termapi.ExecResult {
 	c := sn.cmd
 	if c == nil {
 		return nil
 	}
-	if c.res.State == terminal.ExecPending && s.commandTakenLocked(sn) {
-		c.res.State = terminal.ExecRunning
+	if c.res.State == termapi.ExecPending && s.commandTakenLocked(sn) {
+		c.res.State = termapi.ExecRunning
 	}
 	res := c.res
 	if !sn.exec {
@@ -163,14 +163,14 @@ func (s *session) commandTakenLocked(sn *send) bool {
 // with status when the end record came, abandoned otherwise. What the
 // shell did not read of the command is discarded, so the next command
 // starts clean.
-func (s *session) endLocked(state terminal.ExecState, status int, notices string) {
+func (s *session) endLocked(state termapi.ExecState, status int, notices string) {
 	c := s.cur
 	if c == nil || c.ended {
 		return
 	}
 	c.ended = true
 	c.res.State, c.res.ExitCode, c.res.Notices = state, status, notices
-	if state != terminal.ExecCompleted {
+	if state != termapi.ExecCompleted {
 		if n, err := s.ctl.pending(); err != nil || n > 0 || s.slot != nil && s.slot.cmdWriting {
 			if err := s.ctl.resetInput(); err != nil {
 				s.log.Warn("resetting the command channel failed", "err", err)
@@ -191,4 +191,4 @@ func (s *session) breakLineLocked() string {
 	return string(line)
 }
 
-var _ terminal.Executor = (*session)(nil)
+var _ termapi.Executor = (*session)(nil)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // TestProofDespiteBackgroundFlood: a background job that prints without
@@ -27,18 +27,18 @@ func TestProofDespiteBackgroundFlood(t *testing.T) {
 	// schedules it.
 	mustExec(t, s, fmt.Sprintf(`(i=0; while :; do echo tick; [ -e %q ] && [ $((++i)) = 100 ] && : > %q; done) & FLOOD=$!`, gate, ready))
 	out, res := execute(t, s, fmt.Sprintf(`: > %q; until [ -e %q ]; do :; done; read x`, gate, ready))
-	if res.Reason != terminal.WaitStdinRead || res.Prompt || res.Exec.State != terminal.ExecRunning {
+	if res.Reason != termapi.WaitStdinRead || res.Prompt || res.Exec.State != termapi.ExecRunning {
 		t.Fatalf("read x under a flood settled %s (prompt %v) with %+v", res.Reason, res.Prompt, *res.Exec)
 	}
 	if !strings.Contains(res.Exec.Background+out, "tick") {
 		t.Fatalf("the flood's output is missing")
 	}
-	if _, err := s.Signal(context.Background(), terminal.SIGINT); err != nil {
+	if _, err := s.Signal(context.Background(), termapi.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	sn := start(t, s, "", sendOpts{noSubmit: true, stream: true})
 	drainOutput(t, sn)
-	if res := wait(t, sn); !res.Prompt || res.Exec == nil || res.Exec.State != terminal.ExecAbandoned {
+	if res := wait(t, sn); !res.Prompt || res.Exec == nil || res.Exec.State != termapi.ExecAbandoned {
 		t.Fatalf("after the interrupt: %s (prompt %v) with %+v", res.Reason, res.Prompt, res.Exec)
 	}
 	mustExec(t, s, "kill $FLOOD; wait $FLOOD")

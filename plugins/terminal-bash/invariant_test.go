@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/invariant"
-	"github.com/dshdev/dsh/plugins/terminal"
 )
 
 func checkAll(checks []invariant.Check) error {
@@ -63,7 +64,7 @@ func TestInvariantsCatchTheirViolations(t *testing.T) {
 	}
 
 	other := spawn(t, b, "")
-	if _, res := execute(t, other, "exit 4"); res.Reason != terminal.WaitSessionExit {
+	if _, res := execute(t, other, "exit 4"); res.Reason != termapi.WaitSessionExit {
 		t.Fatalf("exit settled %s", res.Reason)
 	}
 	if err := checkAll(checks); err != nil {
@@ -71,7 +72,7 @@ func TestInvariantsCatchTheirViolations(t *testing.T) {
 	}
 	other.mu.Lock()
 	saved := other.status
-	other.status = terminal.Running
+	other.status = termapi.Running
 	other.mu.Unlock()
 	err = checkAll(checks)
 	other.mu.Lock()

@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"go.uber.org/goleak"
 
 	"github.com/dshdev/dsh/internal/proc"
-	"github.com/dshdev/dsh/plugins/terminal"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -70,7 +71,7 @@ func spawn(t testing.TB, b *Backend, cwd string) *session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	ts, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-test", OwnerID: "owner-test", Cwd: cwd})
+	ts, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-test", OwnerID: "owner-test", Cwd: cwd})
 	if err != nil {
 		t.Fatalf("spawn: %v", err)
 	}
@@ -96,15 +97,15 @@ type sendOpts struct {
 }
 
 // run sends text and waits for the send to settle.
-func run(t testing.TB, s *session, text string, o sendOpts) terminal.SendResult {
+func run(t testing.TB, s *session, text string, o sendOpts) termapi.SendResult {
 	t.Helper()
 	sn := start(t, s, text, o)
 	return wait(t, sn)
 }
 
-func start(t testing.TB, s *session, text string, o sendOpts) terminal.Send {
+func start(t testing.TB, s *session, text string, o sendOpts) termapi.Send {
 	t.Helper()
-	sn, err := s.StartSend(context.Background(), terminal.SendRequest{
+	sn, err := s.StartSend(context.Background(), termapi.SendRequest{
 		Text: text, Submit: !o.noSubmit, Timeout: o.timeout, Stream: o.stream,
 	})
 	if err != nil {
@@ -113,7 +114,7 @@ func start(t testing.TB, s *session, text string, o sendOpts) terminal.Send {
 	return sn
 }
 
-func wait(t testing.TB, sn terminal.Send) terminal.SendResult {
+func wait(t testing.TB, sn termapi.Send) termapi.SendResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
@@ -127,19 +128,19 @@ func wait(t testing.TB, sn terminal.Send) terminal.SendResult {
 // mustExec runs command through Exec, streaming, and requires it to
 // complete; it returns the output (with the line being written last) and
 // the result.
-func mustExec(t testing.TB, s *session, command string) (string, terminal.SendResult) {
+func mustExec(t testing.TB, s *session, command string) (string, termapi.SendResult) {
 	t.Helper()
 	out, res := execute(t, s, command)
-	if res.Exec == nil || res.Exec.State != terminal.ExecCompleted || !res.Prompt {
+	if res.Exec == nil || res.Exec.State != termapi.ExecCompleted || !res.Prompt {
 		t.Fatalf("%q: settled %s (prompt %v) with %+v, want completed", command, res.Reason, res.Prompt, res.Exec)
 	}
 	return out, res
 }
 
 // execute runs command through Exec, streaming, until its first settle.
-func execute(t testing.TB, s *session, command string) (string, terminal.SendResult) {
+func execute(t testing.TB, s *session, command string) (string, termapi.SendResult) {
 	t.Helper()
-	sn, err := s.Exec(context.Background(), terminal.ExecRequest{Command: command, Stream: true})
+	sn, err := s.Exec(context.Background(), termapi.ExecRequest{Command: command, Stream: true})
 	if err != nil {
 		t.Fatalf("exec %q: %v", command, err)
 	}
@@ -150,10 +151,10 @@ func execute(t testing.TB, s *session, command string) (string, terminal.SendRes
 
 // mustPrompt types text and requires the send to settle with the shell
 // back at its prompt.
-func mustPrompt(t testing.TB, s *session, text string) terminal.SendResult {
+func mustPrompt(t testing.TB, s *session, text string) termapi.SendResult {
 	t.Helper()
 	res := run(t, s, text, sendOpts{})
-	if res.Reason != terminal.WaitStdinRead || !res.Prompt {
+	if res.Reason != termapi.WaitStdinRead || !res.Prompt {
 		t.Fatalf("%q settled %s (prompt %v) with viewport %q, want stdin_read at the prompt", text, res.Reason, res.Prompt, res.Viewport)
 	}
 	return res
@@ -166,7 +167,7 @@ func mustPrompt(t testing.TB, s *session, text string) terminal.SendResult {
 func awaitPrompt(t testing.TB, s *session) {
 	t.Helper()
 	res := run(t, s, "", sendOpts{noSubmit: true})
-	if res.Reason != terminal.WaitStdinRead || !res.Prompt {
+	if res.Reason != termapi.WaitStdinRead || !res.Prompt {
 		t.Fatalf("waiting for the prompt: %s (prompt %v) %q", res.Reason, res.Prompt, res.Viewport)
 	}
 }
@@ -182,7 +183,7 @@ func outputLines(vp string) []string {
 }
 
 // awaitLine pulls output until a line equal to want arrives.
-func awaitLine(t testing.TB, sn terminal.Send, want string) {
+func awaitLine(t testing.TB, sn termapi.Send, want string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
@@ -200,7 +201,7 @@ func awaitLine(t testing.TB, sn terminal.Send, want string) {
 }
 
 // drainOutput pulls every line of a send until io.EOF.
-func drainOutput(t testing.TB, sn terminal.Send) string {
+func drainOutput(t testing.TB, sn termapi.Send) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()

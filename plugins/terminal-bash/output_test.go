@@ -11,7 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
 
@@ -71,7 +72,7 @@ func TestStreamDeliversEverything(t *testing.T) {
 	sn := start(t, s, "seq 1 "+strconv.Itoa(n), sendOpts{stream: true})
 	out := drainOutput(t, sn)
 	res := wait(t, sn)
-	if res.Reason != terminal.WaitStdinRead || res.Truncated || !strings.HasSuffix(out, res.Viewport) {
+	if res.Reason != termapi.WaitStdinRead || res.Truncated || !strings.HasSuffix(out, res.Viewport) {
 		t.Errorf("settled %s, truncated %v, viewport ending %q", res.Reason, res.Truncated, screen.Tail(res.Viewport, 80))
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -130,7 +131,7 @@ func TestOutputPull(t *testing.T) {
 	s := spawn(t, newTestBackend(t, nil), "")
 	sn := start(t, s, "echo one; read x; echo two", sendOpts{})
 	awaitLine(t, sn, "one")
-	if res := wait(t, sn); res.Reason != terminal.WaitStdinRead || res.Viewport != "" {
+	if res := wait(t, sn); res.Reason != termapi.WaitStdinRead || res.Viewport != "" {
 		t.Fatalf("read x: %s %q", res.Reason, res.Viewport)
 	}
 	sn = start(t, s, "x", sendOpts{})

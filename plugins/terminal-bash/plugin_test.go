@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal"
@@ -66,7 +68,7 @@ func TestPluginLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sn, err := svc.StartSend(ctx, owner, info.ID, terminal.SendRequest{Text: `(trap "" TERM HUP; sleep 1000) & echo $!`, Submit: true})
+	sn, err := svc.StartSend(ctx, owner, info.ID, termapi.SendRequest{Text: `(trap "" TERM HUP; sleep 1000) & echo $!`, Submit: true})
 	if err != nil {
 		t.Fatal(err)
 	}

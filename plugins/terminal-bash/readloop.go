@@ -9,10 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/proc"
-	"github.com/dshdev/dsh/plugins/terminal"
 )
 
 // readLoop waits for the master's output and reads it. It doubles as the
@@ -190,7 +191,7 @@ func (s *session) holdBack() {
 		}
 		left := time.Until(sn.deadline)
 		if left <= 0 {
-			s.settleLocked(sn, terminal.WaitTimeout)
+			s.settleLocked(sn, termapi.WaitTimeout)
 			s.mu.Unlock()
 			return
 		}
@@ -252,9 +253,9 @@ func (s *session) wake() {
 	switch {
 	case sn.Settled():
 	case !now.Before(sn.deadline):
-		s.settleLocked(sn, terminal.WaitTimeout)
+		s.settleLocked(sn, termapi.WaitTimeout)
 	case !sn.startup && !now.Before(s.lastOutput.Add(s.cfg.idle)):
-		s.settleLocked(sn, terminal.WaitInferredIdle)
+		s.settleLocked(sn, termapi.WaitInferredIdle)
 	}
 	s.armLocked()
 	s.mu.Unlock()
@@ -279,16 +280,16 @@ func (s *session) recordLocked(r *record) {
 		}
 		s.flags = r.flags
 		if r.read {
-			s.endLocked(terminal.ExecCompleted, r.status, r.notices)
+			s.endLocked(termapi.ExecCompleted, r.status, r.notices)
 		} else {
 			s.log.Warn("the shell could not read its command (its builtins are disabled?)")
-			s.endLocked(terminal.ExecAbandoned, -1, r.notices)
+			s.endLocked(termapi.ExecAbandoned, -1, r.notices)
 		}
 		s.idle, s.claim = true, nil
 		s.endOutputLocked()
 		if sn := s.live; sn != nil && sn.cmd == c {
 			sn.atPrompt = true
-			s.settleLocked(sn, terminal.WaitStdinRead)
+			s.settleLocked(sn, termapi.WaitStdinRead)
 		}
 	case recordPrompt, recordReady:
 		if r.kind == recordReady {
@@ -413,13 +414,13 @@ func (s *session) verdictLocked(sn *send, v verdict, gen uint64, now time.Time) 
 		// The same read waits for a continuation line of a line typed by
 		// hand: without the hook's claim, bash is waiting for input. (An
 		// Exec's line never continues: eval reads no more lines.)
-		s.settleLocked(sn, terminal.WaitStdinRead)
+		s.settleLocked(sn, termapi.WaitStdinRead)
 		return
 	case v == sawPrompt && (!sn.startup || s.ready):
 		s.atPromptLocked(sn)
 		return
 	case v == sawWaiting && !sn.startup:
-		s.settleLocked(sn, terminal.WaitStdinRead)
+		s.settleLocked(sn, termapi.WaitStdinRead)
 		return
 	case v == sawNoPlumbing && sn.startup && !s.initTyped:
 		// A startup file replaced PROMPT_COMMAND: type what it would run.
@@ -457,11 +458,11 @@ func (s *session) atPromptLocked(sn *send) {
 			status, notices = r.status, r.notices
 		}
 	}
-	s.endLocked(terminal.ExecAbandoned, status, notices)
+	s.endLocked(termapi.ExecAbandoned, status, notices)
 	s.idle, s.claim = true, nil
 	s.endOutputLocked()
 	sn.atPrompt = true
-	s.settleLocked(sn, terminal.WaitStdinRead)
+	s.settleLocked(sn, termapi.WaitStdinRead)
 }
 
 // endOutputLocked ends the output of what ran since the shell's last
@@ -557,13 +558,13 @@ func (s *session) endOfOutput() {
 }
 
 // settleLocked ends sn with reason. The send stops receiving output.
-func (s *session) settleLocked(sn *send, reason terminal.WaitReason) {
+func (s *session) settleLocked(sn *send, reason termapi.WaitReason) {
 	if sn.Settled() {
 		return
 	}
 	s.syncPartialLocked()
 	vp, truncated := sn.Viewport(s.render.Partial(), s.cfg.maxRead)
-	res := terminal.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt}
+	res := termapi.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt}
 	res.Exec = s.execResultLocked(sn)
 	sn.Settle(res)
 	if s.live == sn {

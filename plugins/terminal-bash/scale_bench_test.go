@@ -8,7 +8,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // BenchmarkExecTrueAmongIdle is BenchmarkExecTrue with other idle sessions
@@ -18,13 +18,13 @@ func BenchmarkExecTrueAmongIdle(b *testing.B) {
 		b.Run(fmt.Sprintf("idle=%d", idle), func(b *testing.B) {
 			backend := newTestBackend(b, nil)
 			for i := range idle {
-				ts, err := backend.Spawn(context.Background(), terminal.SpawnSpec{SessionID: fmt.Sprintf("idle-%d", i), OwnerID: "owner"})
+				ts, err := backend.Spawn(context.Background(), termapi.SpawnSpec{SessionID: fmt.Sprintf("idle-%d", i), OwnerID: "owner"})
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { ts.Close(context.Background(), "bench over") })
 			}
-			ts, err := backend.Spawn(context.Background(), terminal.SpawnSpec{SessionID: "hot", OwnerID: "owner"})
+			ts, err := backend.Spawn(context.Background(), termapi.SpawnSpec{SessionID: "hot", OwnerID: "owner"})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -33,7 +33,7 @@ func BenchmarkExecTrueAmongIdle(b *testing.B) {
 			ctx := context.Background()
 			defer reportShellCPU(b, s)()
 			for b.Loop() {
-				sn, err := s.Exec(ctx, terminal.ExecRequest{Command: "true", Stream: true})
+				sn, err := s.Exec(ctx, termapi.ExecRequest{Command: "true", Stream: true})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -5,7 +5,8 @@ package terminalbash
 import (
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 )
 
@@ -85,4 +86,4 @@ func (sn *send) inputBusy() bool {
 	return sn.writing || sn.interrupting || sn.interruptPending
 }
 
-var _ terminal.Send = (*send)(nil)
+var _ termapi.Send = (*send)(nil)

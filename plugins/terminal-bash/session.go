@@ -10,10 +10,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/proc"
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
@@ -98,7 +99,7 @@ type session struct {
 	scroll       *screen.Scrollback
 	partialStale bool // the scrollback's partial line lags behind render
 	motd         string
-	status       terminal.Status
+	status       termapi.Status
 	shell        shellPhase // how far the shell's end has been taken in
 	phase        closePhase // how far Close has got
 	eof          bool       // the read loop has ended
@@ -181,7 +182,7 @@ func newSession(id string, cfg settings, log *slog.Logger, term *ptyPair, ctl *c
 		ctlDone:   make(chan struct{}),
 		render:    screen.NewRenderer(cfg.maxRead),
 		scroll:    screen.NewScrollback(cfg.scrollLines, cfg.scrollBytes),
-		status:    terminal.Running,
+		status:    termapi.Running,
 		unclaimed: screen.NewPending(cfg.maxRead, false),
 	}
 }
@@ -201,15 +202,15 @@ func (s *session) PID() int { return s.pid }
 func (s *session) SandboxMode() string { return s.sandboxMode }
 
 // Status reports whether the shell is still running.
-func (s *session) Status() terminal.Status {
+func (s *session) Status() termapi.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status
 }
 
 // StartSend types the text and starts judging readiness. See
-// terminal.Session.
-func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (terminal.Send, error) {
+// termapi.Session.
+func (s *session) StartSend(ctx context.Context, req termapi.SendRequest) (termapi.Send, error) {
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("terminal-bash: session %s: send not started: %w", s.id, context.Cause(ctx))
 	}
@@ -247,7 +248,7 @@ func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (term
 		}
 		if c := s.cur; (c != nil && c.ended) || (c == nil && s.idle) {
 			sn.atPrompt = true
-			s.settleLocked(sn, terminal.WaitStdinRead)
+			s.settleLocked(sn, termapi.WaitStdinRead)
 		}
 	}
 	s.watchLocked(ctx, sn)
@@ -262,7 +263,7 @@ func (s *session) startableLocked() error {
 		return err
 	}
 	if sn := s.slot; sn != nil {
-		return fmt.Errorf("terminal-bash: session %s: %w (%s)", s.id, terminal.ErrSendActive, sn.busyLocked())
+		return fmt.Errorf("terminal-bash: session %s: %w (%s)", s.id, termapi.ErrSendActive, sn.busyLocked())
 	}
 	return nil
 }
@@ -284,9 +285,9 @@ func (s *session) watchLocked(ctx context.Context, sn *send) {
 func (s *session) usableLocked() error {
 	switch {
 	case s.phase != sessionOpen:
-		return fmt.Errorf("terminal-bash: session %s: %w", s.id, terminal.ErrSessionClosing)
+		return fmt.Errorf("terminal-bash: session %s: %w", s.id, termapi.ErrSessionClosing)
 	case s.shell >= shellReaped:
-		return fmt.Errorf("terminal-bash: session %s: %w (%s)", s.id, terminal.ErrSessionExited, s.status)
+		return fmt.Errorf("terminal-bash: session %s: %w (%s)", s.id, termapi.ErrSessionExited, s.status)
 	}
 	return nil
 }
@@ -304,7 +305,7 @@ func (sn *send) busyLocked() string {
 }
 
 // Read returns a page of scrollback, counted back from the newest line.
-func (s *session) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
+func (s *session) Read(req termapi.ReadRequest) (termapi.ReadResult, error) {
 	s.mu.Lock()
 	s.syncPartialLocked()
 	res, err := backendkit.ReadPage(s.scroll, req, s.cfg.maxRead)
@@ -316,28 +317,28 @@ func (s *session) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
 }
 
 // signals are the signals a caller may send to the foreground group.
-var signals = map[terminal.Signal]unix.Signal{
-	terminal.SIGINT:  unix.SIGINT,
-	terminal.SIGTERM: unix.SIGTERM,
-	terminal.SIGKILL: unix.SIGKILL,
-	terminal.SIGTSTP: unix.SIGTSTP,
-	terminal.SIGHUP:  unix.SIGHUP,
+var signals = map[termapi.Signal]unix.Signal{
+	termapi.SIGINT:  unix.SIGINT,
+	termapi.SIGTERM: unix.SIGTERM,
+	termapi.SIGKILL: unix.SIGKILL,
+	termapi.SIGTSTP: unix.SIGTSTP,
+	termapi.SIGHUP:  unix.SIGHUP,
 }
 
 // Signal delivers sig to the terminal's foreground process group.
-func (s *session) Signal(ctx context.Context, sig terminal.Signal) (terminal.SignalResult, error) {
+func (s *session) Signal(ctx context.Context, sig termapi.Signal) (termapi.SignalResult, error) {
 	usig, ok := signals[sig]
 	if !ok {
-		return terminal.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w: %q", s.id, terminal.ErrUnsupportedSignal, sig)
+		return termapi.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w: %q", s.id, termapi.ErrUnsupportedSignal, sig)
 	}
 	if err := ctx.Err(); err != nil {
-		return terminal.SignalResult{}, fmt.Errorf("terminal-bash: session %s: signal: %w", s.id, context.Cause(ctx))
+		return termapi.SignalResult{}, fmt.Errorf("terminal-bash: session %s: signal: %w", s.id, context.Cause(ctx))
 	}
 	s.mu.Lock()
 	err := s.usableLocked()
 	s.mu.Unlock()
 	if err != nil {
-		return terminal.SignalResult{}, err
+		return termapi.SignalResult{}, err
 	}
 	if usig == unix.SIGINT {
 		// An interrupt for a command must reach its job, not the shell
@@ -346,10 +347,10 @@ func (s *session) Signal(ctx context.Context, sig terminal.Signal) (terminal.Sig
 	}
 	pgid, err := s.term.foreground()
 	if err != nil {
-		return terminal.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w: %v", s.id, terminal.ErrNoForeground, err)
+		return termapi.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w: %v", s.id, termapi.ErrNoForeground, err)
 	}
 	if usig == unix.SIGKILL && pgid == s.pid {
-		return terminal.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w", s.id, terminal.ErrRefuseKillShell)
+		return termapi.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w", s.id, termapi.ErrRefuseKillShell)
 	}
 	s.mu.Lock()
 	s.boundaryLocked(time.Now())
@@ -357,9 +358,9 @@ func (s *session) Signal(ctx context.Context, sig terminal.Signal) (terminal.Sig
 	s.armLocked()
 	s.mu.Unlock()
 	if err := s.signalGroup(pgid, usig); err != nil {
-		return terminal.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w", s.id, err)
+		return termapi.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w", s.id, err)
 	}
-	return terminal.SignalResult{TargetPGID: pgid}, nil
+	return termapi.SignalResult{TargetPGID: pgid}, nil
 }
 
 // signalGroup signals process group pgid if it is still the terminal's
@@ -369,7 +370,7 @@ func (s *session) Signal(ctx context.Context, sig terminal.Signal) (terminal.Sig
 // between two system calls.
 func (s *session) signalGroup(pgid int, sig unix.Signal) error {
 	if now, err := s.term.foreground(); err != nil || now != pgid {
-		return fmt.Errorf("%w: foreground group changed while signalling", terminal.ErrNoForeground)
+		return fmt.Errorf("%w: foreground group changed while signalling", termapi.ErrNoForeground)
 	}
 	if err := unix.Kill(-pgid, sig); err != nil && err != unix.ESRCH {
 		return fmt.Errorf("signal %v to group %d: %w", sig, pgid, err)
@@ -377,4 +378,4 @@ func (s *session) signalGroup(pgid int, sig unix.Signal) error {
 	return nil
 }
 
-var _ terminal.Session = (*session)(nil)
+var _ termapi.Session = (*session)(nil)

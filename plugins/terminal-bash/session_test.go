@@ -14,10 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/proc"
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
 
@@ -36,7 +37,7 @@ func TestStatePersistsAcrossSends(t *testing.T) {
 	if got := outputLines(res.Viewport); !slices.Equal(got, []string{"status=7"}) {
 		t.Errorf("$? after the prompt: %q, want status=7", got)
 	}
-	if res.Status != terminal.Running || res.Truncated {
+	if res.Status != termapi.Running || res.Truncated {
 		t.Errorf("status %v, truncated %v", res.Status, res.Truncated)
 	}
 }
@@ -111,16 +112,16 @@ func TestStdinWaitProof(t *testing.T) {
 	}
 	tests := []struct {
 		name, cmd string
-		sig       terminal.Signal
+		sig       termapi.Signal
 		shell     bool // the shell itself is the waiting foreground
 	}{
-		{"read builtin", "read x", terminal.SIGINT, true},
-		{"password prompt", "read -s -p 'Password: ' pw", terminal.SIGINT, true},
-		{"continuation prompt", `echo "unterminated`, terminal.SIGINT, true},
-		{"cat", "cat", terminal.SIGINT, false},
-		{"python", "python3 -i", terminal.SIGTERM, false},
-		{"pager", "less " + long, terminal.SIGTERM, false},
-		{"nested shell", "bash --norc --noprofile -i", terminal.SIGHUP, false},
+		{"read builtin", "read x", termapi.SIGINT, true},
+		{"password prompt", "read -s -p 'Password: ' pw", termapi.SIGINT, true},
+		{"continuation prompt", `echo "unterminated`, termapi.SIGINT, true},
+		{"cat", "cat", termapi.SIGINT, false},
+		{"python", "python3 -i", termapi.SIGTERM, false},
+		{"pager", "less " + long, termapi.SIGTERM, false},
+		{"nested shell", "bash --norc --noprofile -i", termapi.SIGHUP, false},
 	}
 	be := newTestBackend(t, nil)
 	for _, tt := range tests {
@@ -131,7 +132,7 @@ func TestStdinWaitProof(t *testing.T) {
 			}
 			s := spawn(t, be, dir)
 			res := run(t, s, tt.cmd, sendOpts{})
-			if res.Reason != terminal.WaitStdinRead || res.Prompt {
+			if res.Reason != termapi.WaitStdinRead || res.Prompt {
 				t.Fatalf("settled %s (prompt %v), want stdin_read on a waiting program: %q", res.Reason, res.Prompt, res.Viewport)
 			}
 			fg, err := s.term.foreground()
@@ -161,10 +162,10 @@ func TestPipelineIsNotWaiting(t *testing.T) {
 		name    string
 		idle    int
 		timeout time.Duration
-		want    terminal.WaitReason
+		want    termapi.WaitReason
 	}{
-		{"silence", 300, time.Minute, terminal.WaitInferredIdle},
-		{"deadline", 600000, 2 * time.Second, terminal.WaitTimeout},
+		{"silence", 300, time.Minute, termapi.WaitInferredIdle},
+		{"deadline", 600000, 2 * time.Second, termapi.WaitTimeout},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,10 +174,10 @@ func TestPipelineIsNotWaiting(t *testing.T) {
 			if res.Reason != tt.want {
 				t.Fatalf("settled %s, want %s: %q", res.Reason, tt.want, res.Viewport)
 			}
-			if res.Status != terminal.Running {
+			if res.Status != termapi.Running {
 				t.Errorf("status %v after %s", res.Status, res.Reason)
 			}
-			if _, err := s.Signal(context.Background(), terminal.SIGINT); err != nil {
+			if _, err := s.Signal(context.Background(), termapi.SIGINT); err != nil {
 				t.Fatal(err)
 			}
 			awaitPrompt(t, s)
@@ -191,10 +192,10 @@ func TestPipelineIsNotWaiting(t *testing.T) {
 func TestCancel(t *testing.T) {
 	tests := []struct {
 		name   string
-		cancel func(terminal.Send, context.CancelFunc) bool
+		cancel func(termapi.Send, context.CancelFunc) bool
 	}{
-		{"Cancel", func(sn terminal.Send, _ context.CancelFunc) bool { return sn.Cancel() }},
-		{"context", func(_ terminal.Send, cancel context.CancelFunc) bool { cancel(); return true }},
+		{"Cancel", func(sn termapi.Send, _ context.CancelFunc) bool { return sn.Cancel() }},
+		{"context", func(_ termapi.Send, cancel context.CancelFunc) bool { cancel(); return true }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,7 +204,7 @@ func TestCancel(t *testing.T) {
 			defer cancel()
 			// sh is the foreground job by the time it prints, and exec keeps
 			// the job: the interrupt cannot hit the shell in between.
-			sn, err := s.StartSend(ctx, terminal.SendRequest{Text: `sh -c 'echo started; exec sleep 100'`, Submit: true})
+			sn, err := s.StartSend(ctx, termapi.SendRequest{Text: `sh -c 'echo started; exec sleep 100'`, Submit: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +221,7 @@ func TestCancel(t *testing.T) {
 				t.Fatal("cancel refused on a live send")
 			}
 			res := wait(t, sn)
-			if res.Reason != terminal.WaitStdinRead || !res.Prompt {
+			if res.Reason != termapi.WaitStdinRead || !res.Prompt {
 				t.Fatalf("settled %s (prompt %v): %q", res.Reason, res.Prompt, res.Viewport)
 			}
 			if sn.Cancel() {
@@ -241,7 +242,7 @@ func TestCancelBusyShell(t *testing.T) {
 	sn := start(t, s, "echo looping; while :; do :; done", sendOpts{})
 	awaitLine(t, sn, "looping")
 	sn.Cancel()
-	if res := wait(t, sn); res.Reason != terminal.WaitStdinRead || !res.Prompt {
+	if res := wait(t, sn); res.Reason != termapi.WaitStdinRead || !res.Prompt {
 		t.Fatalf("settled %s: %q", res.Reason, res.Viewport)
 	}
 	mustPrompt(t, s, "echo works")
@@ -250,8 +251,8 @@ func TestCancelBusyShell(t *testing.T) {
 func TestSendActive(t *testing.T) {
 	s := spawn(t, newTestBackend(t, nil), "")
 	sn := start(t, s, "sleep 100", sendOpts{})
-	_, err := s.StartSend(context.Background(), terminal.SendRequest{Text: "echo no", Submit: true})
-	if !errors.Is(err, terminal.ErrSendActive) {
+	_, err := s.StartSend(context.Background(), termapi.SendRequest{Text: "echo no", Submit: true})
+	if !errors.Is(err, termapi.ErrSendActive) {
 		t.Fatalf("second send: %v, want ErrSendActive", err)
 	}
 	sn.Cancel()
@@ -263,13 +264,13 @@ func TestEmptySendReusesEvidence(t *testing.T) {
 	s := spawn(t, newTestBackend(t, nil), "")
 	mustPrompt(t, s, "true")
 	res := run(t, s, "", sendOpts{noSubmit: true})
-	if res.Reason != terminal.WaitStdinRead || !res.Prompt || res.Viewport != "" {
+	if res.Reason != termapi.WaitStdinRead || !res.Prompt || res.Viewport != "" {
 		t.Errorf("empty send at the prompt: %s (prompt %v) %q", res.Reason, res.Prompt, res.Viewport)
 	}
 	// Typing without Enter leaves bash waiting for the rest of the line,
 	// which is not its prompt.
 	res = run(t, s, "echo par", sendOpts{noSubmit: true})
-	if res.Reason != terminal.WaitStdinRead || res.Prompt || res.Viewport != "" {
+	if res.Reason != termapi.WaitStdinRead || res.Prompt || res.Viewport != "" {
 		t.Errorf("partial line: %s (prompt %v) %q", res.Reason, res.Prompt, res.Viewport)
 	}
 	res = mustPrompt(t, s, "tial")
@@ -281,18 +282,18 @@ func TestEmptySendReusesEvidence(t *testing.T) {
 func TestShellExit(t *testing.T) {
 	tests := []struct {
 		cmd  string
-		want terminal.Status
+		want termapi.Status
 	}{
-		{"echo bye; exit 3", terminal.Status{Exited: true, ExitCode: 3}},
-		{"echo bye; kill -9 $$", terminal.Status{Exited: true, ExitCode: -1, Signal: "SIGKILL"}},
+		{"echo bye; exit 3", termapi.Status{Exited: true, ExitCode: 3}},
+		{"echo bye; kill -9 $$", termapi.Status{Exited: true, ExitCode: -1, Signal: "SIGKILL"}},
 		// The job keeps the terminal open after bash is gone.
-		{"sleep 1000 & echo bye; exit 0", terminal.Status{Exited: true, ExitCode: 0}},
+		{"sleep 1000 & echo bye; exit 0", termapi.Status{Exited: true, ExitCode: 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cmd, func(t *testing.T) {
 			s := spawn(t, newTestBackend(t, nil), "")
 			res := run(t, s, tt.cmd, sendOpts{})
-			if res.Reason != terminal.WaitSessionExit || res.Status != tt.want {
+			if res.Reason != termapi.WaitSessionExit || res.Status != tt.want {
 				t.Fatalf("settled %s with %+v, want session_exit with %+v", res.Reason, res.Status, tt.want)
 			}
 			if !slices.Contains(strings.Split(res.Viewport, "\n"), "bye") {
@@ -301,11 +302,11 @@ func TestShellExit(t *testing.T) {
 			if got := s.Status(); got != tt.want {
 				t.Errorf("Status() = %+v", got)
 			}
-			_, err := s.StartSend(context.Background(), terminal.SendRequest{Text: "true", Submit: true})
-			if !errors.Is(err, terminal.ErrSessionExited) {
+			_, err := s.StartSend(context.Background(), termapi.SendRequest{Text: "true", Submit: true})
+			if !errors.Is(err, termapi.ErrSessionExited) {
 				t.Errorf("send after exit: %v, want ErrSessionExited", err)
 			}
-			if _, err := s.Signal(context.Background(), terminal.SIGINT); !errors.Is(err, terminal.ErrSessionExited) {
+			if _, err := s.Signal(context.Background(), termapi.SIGINT); !errors.Is(err, termapi.ErrSessionExited) {
 				t.Errorf("signal after exit: %v, want ErrSessionExited", err)
 			}
 		})
@@ -315,24 +316,24 @@ func TestShellExit(t *testing.T) {
 func TestSignalRules(t *testing.T) {
 	s := spawn(t, newTestBackend(t, nil), "")
 	ctx := context.Background()
-	if _, err := s.Signal(ctx, "SIGUSR1"); !errors.Is(err, terminal.ErrUnsupportedSignal) {
+	if _, err := s.Signal(ctx, "SIGUSR1"); !errors.Is(err, termapi.ErrUnsupportedSignal) {
 		t.Errorf("SIGUSR1: %v, want ErrUnsupportedSignal", err)
 	}
-	if _, err := s.Signal(ctx, terminal.SIGKILL); !errors.Is(err, terminal.ErrRefuseKillShell) {
+	if _, err := s.Signal(ctx, termapi.SIGKILL); !errors.Is(err, termapi.ErrRefuseKillShell) {
 		t.Errorf("SIGKILL at the prompt: %v, want ErrRefuseKillShell", err)
 	}
-	res, err := s.Signal(ctx, terminal.SIGINT)
+	res, err := s.Signal(ctx, termapi.SIGINT)
 	if err != nil || res.TargetPGID != s.pid {
 		t.Errorf("SIGINT at the prompt: %+v, %v; want the shell's group %d", res, err, s.pid)
 	}
 	awaitPrompt(t, s)
 	sn := start(t, s, `sh -c 'echo started; exec sleep 100'`, sendOpts{})
 	awaitLine(t, sn, "started")
-	res, err = s.Signal(ctx, terminal.SIGKILL)
+	res, err = s.Signal(ctx, termapi.SIGKILL)
 	if err != nil || res.TargetPGID == s.pid {
 		t.Fatalf("SIGKILL to a job: %+v, %v", res, err)
 	}
-	if r := wait(t, sn); r.Reason != terminal.WaitStdinRead || r.Status != terminal.Running {
+	if r := wait(t, sn); r.Reason != termapi.WaitStdinRead || r.Status != termapi.Running {
 		t.Errorf("after killing the job: %s %+v", r.Reason, r.Status)
 	}
 }
@@ -340,22 +341,22 @@ func TestSignalRules(t *testing.T) {
 func TestRead(t *testing.T) {
 	s := spawn(t, newTestBackend(t, nil), "")
 	mustPrompt(t, s, "seq 1 5")
-	page, err := s.Read(terminal.ReadRequest{Count: 3})
+	page, err := s.Read(termapi.ReadRequest{Count: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if page.Text != "3\n4\n5" || page.LineBegin != 0 || page.LineEnd != 3 {
 		t.Errorf("newest page: %+v", page)
 	}
-	page, err = s.Read(terminal.ReadRequest{Offset: 1, Count: 2})
+	page, err = s.Read(termapi.ReadRequest{Offset: 1, Count: 2})
 	if err != nil || page.Text != "3\n4" || page.LineBegin != 1 || page.LineEnd != 3 {
 		t.Errorf("offset page: %+v, %v", page, err)
 	}
-	page, err = s.Read(terminal.ReadRequest{})
+	page, err = s.Read(termapi.ReadRequest{})
 	if err != nil || page.TotalLines != 5 || page.Text != "1\n2\n3\n4\n5" {
 		t.Errorf("default page: %+v, %v", page, err)
 	}
-	if _, err := s.Read(terminal.ReadRequest{Offset: -1}); err == nil {
+	if _, err := s.Read(termapi.ReadRequest{Offset: -1}); err == nil {
 		t.Error("negative offset accepted")
 	}
 }
@@ -368,12 +369,12 @@ func TestIdleLoopParks(t *testing.T) {
 	for _, step := range []struct {
 		text    string
 		timeout time.Duration
-		want    terminal.WaitReason
+		want    termapi.WaitReason
 	}{
-		{"true", 0, terminal.WaitStdinRead},                       // the prompt
-		{"read x", 0, terminal.WaitStdinRead},                     // the proof
-		{"x", 0, terminal.WaitStdinRead},                          // the prompt again
-		{"sleep 1", 100 * time.Millisecond, terminal.WaitTimeout}, // the deadline
+		{"true", 0, termapi.WaitStdinRead},                       // the prompt
+		{"read x", 0, termapi.WaitStdinRead},                     // the proof
+		{"x", 0, termapi.WaitStdinRead},                          // the prompt again
+		{"sleep 1", 100 * time.Millisecond, termapi.WaitTimeout}, // the deadline
 	} {
 		if res := run(t, s, step.text, sendOpts{timeout: step.timeout}); res.Reason != step.want {
 			t.Fatalf("%q settled %s, want %s", step.text, res.Reason, step.want)
@@ -415,18 +416,18 @@ func readLoopParked() bool {
 func TestBlockedWrite(t *testing.T) {
 	dir := t.TempDir()
 	s := spawn(t, newTestBackend(t, nil), dir)
-	if res := run(t, s, "sleep 100", sendOpts{timeout: 100 * time.Millisecond}); res.Reason != terminal.WaitTimeout {
+	if res := run(t, s, "sleep 100", sendOpts{timeout: 100 * time.Millisecond}); res.Reason != termapi.WaitTimeout {
 		t.Fatalf("sleep settled %s", res.Reason)
 	}
 	// Far more than the terminal buffers (a few KiB in the line
 	// discipline, 64 KiB in flight).
 	flood := strings.Repeat("touch ran\r", 40000)
 	stuck := start(t, s, flood, sendOpts{noSubmit: true, timeout: 100 * time.Millisecond})
-	if res := wait(t, stuck); res.Reason != terminal.WaitTimeout {
+	if res := wait(t, stuck); res.Reason != termapi.WaitTimeout {
 		t.Fatalf("blocked write settled %s", res.Reason)
 	}
-	_, err := s.StartSend(context.Background(), terminal.SendRequest{Text: "true", Submit: true})
-	if !errors.Is(err, terminal.ErrSendActive) || !strings.Contains(err.Error(), "write") {
+	_, err := s.StartSend(context.Background(), termapi.SendRequest{Text: "true", Submit: true})
+	if !errors.Is(err, termapi.ErrSendActive) || !strings.Contains(err.Error(), "write") {
 		t.Fatalf("send behind a blocked write: %v, want ErrSendActive naming the write", err)
 	}
 	if stuck.Cancel() {
@@ -437,7 +438,7 @@ func TestBlockedWrite(t *testing.T) {
 	}
 
 	s = spawn(t, newTestBackend(t, nil), dir)
-	if res := run(t, s, "sleep 100", sendOpts{timeout: 100 * time.Millisecond}); res.Reason != terminal.WaitTimeout {
+	if res := run(t, s, "sleep 100", sendOpts{timeout: 100 * time.Millisecond}); res.Reason != termapi.WaitTimeout {
 		t.Fatalf("sleep settled %s", res.Reason)
 	}
 	sn := start(t, s, flood, sendOpts{noSubmit: true})
@@ -450,7 +451,7 @@ func TestBlockedWrite(t *testing.T) {
 	if !sn.Cancel() {
 		t.Fatal("Cancel refused")
 	}
-	if res := wait(t, sn); res.Reason != terminal.WaitStdinRead || !res.Prompt {
+	if res := wait(t, sn); res.Reason != termapi.WaitStdinRead || !res.Prompt {
 		t.Fatalf("cancelled flood settled %s (prompt %v): %q", res.Reason, res.Prompt, screen.Tail(res.Viewport, 200))
 	}
 	res := mustPrompt(t, s, "test -e ran && echo ran || echo clean")
@@ -464,7 +465,7 @@ func TestBlockedWrite(t *testing.T) {
 // the way a tool waits for a long command.
 func TestWaitAgain(t *testing.T) {
 	s := spawn(t, newTestBackend(t, func(c *Config) { c.IdleSilenceMs = 100 }), "")
-	if res := run(t, s, "sleep 0.5; echo done", sendOpts{}); res.Reason != terminal.WaitInferredIdle {
+	if res := run(t, s, "sleep 0.5; echo done", sendOpts{}); res.Reason != termapi.WaitInferredIdle {
 		t.Fatalf("settled %s, want inferred_idle", res.Reason)
 	}
 	var seen strings.Builder
@@ -474,7 +475,7 @@ func TestWaitAgain(t *testing.T) {
 		}
 		res := run(t, s, "", sendOpts{noSubmit: true})
 		seen.WriteString(res.Viewport)
-		if res.Reason == terminal.WaitStdinRead {
+		if res.Reason == termapi.WaitStdinRead {
 			break
 		}
 	}
@@ -499,7 +500,7 @@ func TestStaleProofDoesNotSettle(t *testing.T) {
 		t.Fatalf("a proof from before a signal settled the send as %s", reason)
 	}
 	sn.Cancel()
-	if res := wait(t, sn); res.Reason != terminal.WaitStdinRead || !res.Prompt {
+	if res := wait(t, sn); res.Reason != termapi.WaitStdinRead || !res.Prompt {
 		t.Errorf("cancelled sleep settled %s (prompt %v)", res.Reason, res.Prompt)
 	}
 }
@@ -518,10 +519,10 @@ func TestInterruptReachesJobOfStarvedShell(t *testing.T) {
 			s := spawn(t, newTestBackend(t, nil), "")
 			mustPrompt(t, s, "true")
 			unstarve := starve(t, s.pid)
-			var sn terminal.Send
+			var sn termapi.Send
 			if viaExec {
 				var err error
-				if sn, err = s.Exec(context.Background(), terminal.ExecRequest{Command: "sleep 100"}); err != nil {
+				if sn, err = s.Exec(context.Background(), termapi.ExecRequest{Command: "sleep 100"}); err != nil {
 					t.Fatal(err)
 				}
 			} else {
@@ -532,7 +533,7 @@ func TestInterruptReachesJobOfStarvedShell(t *testing.T) {
 			}
 			res := wait(t, sn)
 			unstarve()
-			if res.Reason != terminal.WaitStdinRead || !res.Prompt {
+			if res.Reason != termapi.WaitStdinRead || !res.Prompt {
 				t.Fatalf("settled %s (prompt %v): %q", res.Reason, res.Prompt, res.Viewport)
 			}
 			snap, err := proc.Scan()

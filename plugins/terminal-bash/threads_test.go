@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // osThreads is how many OS threads this process has.
@@ -43,7 +43,7 @@ func TestThreadsDoNotGrowWithShells(t *testing.T) {
 	spawn(t, b, "")
 	before := osThreads(t)
 	for i := range shells {
-		ts, err := b.Spawn(context.Background(), terminal.SpawnSpec{SessionID: fmt.Sprintf("idle-%d", i), OwnerID: "owner"})
+		ts, err := b.Spawn(context.Background(), termapi.SpawnSpec{SessionID: fmt.Sprintf("idle-%d", i), OwnerID: "owner"})
 		if err != nil {
 			t.Fatal(err)
 		}

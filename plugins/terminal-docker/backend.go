@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
@@ -128,13 +130,13 @@ var errShutdown = fmt.Errorf("terminal-docker: backend is shut down: %w", termin
 // one), starts bash in it with a TTY, and returns once the shell shows its
 // first prompt. If ctx ends first, or anything fails, what was started is
 // removed again before Spawn returns.
-func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error) {
+func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Session, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
 	// The container is the agent's boundary; a mode inside it is not
 	// enforced, so it is refused.
-	if err := terminal.RefuseSandbox("terminal-docker", spec); err != nil {
+	if err := termapi.RefuseSandbox("terminal-docker", spec); err != nil {
 		return nil, err
 	}
 	if b.sessions.Closed() {
@@ -175,7 +177,7 @@ func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.
 }
 
 // open starts the shell: in a new container, or in the configured one.
-func (b *Backend) open(ctx context.Context, spec terminal.SpawnSpec) (*execLink, error) {
+func (b *Backend) open(ctx context.Context, spec termapi.SpawnSpec) (*execLink, error) {
 	l := &execLink{api: b.api, log: b.log, eof: make(chan struct{}), container: b.cfg.Container}
 	workdir := ""
 	if b.cfg.Image != "" {
@@ -260,7 +262,7 @@ func (b *Backend) hostShell(ctx context.Context, execID, containerID string) pro
 
 // create creates and starts the session's container, and reports whether
 // a workspace is mounted.
-func (b *Backend) create(ctx context.Context, spec terminal.SpawnSpec) (string, bool, error) {
+func (b *Backend) create(ctx context.Context, spec termapi.SpawnSpec) (string, bool, error) {
 	hc := &container.HostConfig{
 		NetworkMode: container.NetworkMode(b.cfg.Network),
 		Init:        ptr(true), // reaps the orphans of background jobs
@@ -311,7 +313,7 @@ func (b *Backend) create(ctx context.Context, spec terminal.SpawnSpec) (string, 
 }
 
 // env is the shell's environment: the protocol's needs, then the config's.
-func (b *Backend) env(spec terminal.SpawnSpec) []string {
+func (b *Backend) env(spec termapi.SpawnSpec) []string {
 	env := []string{"TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "DSH_SHELL=1", "DSH_SESSION_ID=" + spec.OwnerID, "DSH_PTY_SESSION_ID=" + spec.SessionID}
 	for _, k := range slices.Sorted(maps.Keys(b.cfg.Env)) {
 		env = append(env, k+"="+b.cfg.Env[k])
@@ -335,4 +337,4 @@ func randomSuffix() string {
 	return hex.EncodeToString(b[:])
 }
 
-var _ terminal.Backend = (*Backend)(nil)
+var _ termapi.Backend = (*Backend)(nil)

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/plugins/terminal-docker/dockertest"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
 )
@@ -25,14 +26,14 @@ func BenchmarkExecTrue(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		sn, err := s.Exec(ctx, terminal.ExecRequest{Command: "true", Stream: true})
+		sn, err := s.Exec(ctx, termapi.ExecRequest{Command: "true", Stream: true})
 		if err != nil {
 			b.Fatal(err)
 		}
 		if _, err := sn.Output(ctx); err != io.EOF {
 			b.Fatalf("output: %v", err)
 		}
-		if res, err := sn.Wait(ctx); err != nil || res.Exec == nil || res.Exec.State != terminal.ExecCompleted {
+		if res, err := sn.Wait(ctx); err != nil || res.Exec == nil || res.Exec.State != termapi.ExecCompleted {
 			b.Fatalf("result %+v, %v", res, err)
 		}
 	}
@@ -103,7 +104,7 @@ func newBenchBackend(b *testing.B, host string) *Backend {
 func benchSpawn(b *testing.B, bk *Backend, id string) *inband.Session {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	ts, err := bk.Spawn(ctx, terminal.SpawnSpec{SessionID: id, OwnerID: id})
+	ts, err := bk.Spawn(ctx, termapi.SpawnSpec{SessionID: id, OwnerID: id})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/docker/docker/api/types/container"
 
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal-docker/dockertest"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
@@ -20,7 +21,7 @@ import (
 func TestConformance(t *testing.T) {
 	host := dockertest.Daemon(t)
 	terminaltest.CheckGoroutines(t)
-	terminaltest.TestBackend(t, func(t *testing.T) terminal.Backend {
+	terminaltest.TestBackend(t, func(t *testing.T) termapi.Backend {
 		cfg := testConfig(host)
 		cfg.IdleSilenceMs = 2000
 		return newBackend(t, cfg)
@@ -107,7 +108,7 @@ func TestContainerKilledMidCommand(t *testing.T) {
 	s := spawn(t, b, "")
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	send, err := s.Exec(ctx, terminal.ExecRequest{Command: "echo started; sleep 1000", Stream: true})
+	send, err := s.Exec(ctx, termapi.ExecRequest{Command: "echo started; sleep 1000", Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,10 +127,10 @@ func TestContainerKilledMidCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Reason != terminal.WaitSessionExit || !res.Status.Exited {
+	if res.Reason != termapi.WaitSessionExit || !res.Status.Exited {
 		t.Fatalf("settled %s with %v, want session_exit", res.Reason, res.Status)
 	}
-	if _, err := s.Exec(ctx, terminal.ExecRequest{Command: "true"}); !errors.Is(err, terminal.ErrSessionExited) {
+	if _, err := s.Exec(ctx, termapi.ExecRequest{Command: "true"}); !errors.Is(err, termapi.ErrSessionExited) {
 		t.Errorf("exec after the kill: %v, want ErrSessionExited", err)
 	}
 	again := spawn(t, b, "")

@@ -9,13 +9,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/proc"
-	"github.com/dshdev/dsh/plugins/terminal"
 )
 
 // execLink is a shell started by an exec with a TTY, attached over the
@@ -62,7 +63,7 @@ const inspectBound = 30 * time.Second
 
 // Wait returns once the stream has ended, with how the shell ended: the
 // exec's exit code, or the container's end (killed, out of memory).
-func (l *execLink) Wait() terminal.Status {
+func (l *execLink) Wait() termapi.Status {
 	<-l.eof
 	ctx, cancel := context.WithTimeout(context.Background(), inspectBound)
 	defer cancel()
@@ -74,27 +75,27 @@ func (l *execLink) Wait() terminal.Status {
 			break
 		}
 		if !ei.Running {
-			return l.containerEnd(ctx, terminal.Status{Exited: true, ExitCode: ei.ExitCode})
+			return l.containerEnd(ctx, termapi.Status{Exited: true, ExitCode: ei.ExitCode})
 		}
 		select {
 		case <-ctx.Done():
-			return l.containerEnd(ctx, terminal.Status{Exited: true, ExitCode: -1})
+			return l.containerEnd(ctx, termapi.Status{Exited: true, ExitCode: -1})
 		case <-time.After(delay):
 		}
 	}
-	return l.containerEnd(ctx, terminal.Status{Exited: true, ExitCode: -1})
+	return l.containerEnd(ctx, termapi.Status{Exited: true, ExitCode: -1})
 }
 
 // containerEnd refines st when the whole container has ended: a kill or
 // the memory limit took the shell with it.
-func (l *execLink) containerEnd(ctx context.Context, st terminal.Status) terminal.Status {
+func (l *execLink) containerEnd(ctx context.Context, st termapi.Status) termapi.Status {
 	ci, err := l.api.ContainerInspect(ctx, l.container)
 	if err != nil || ci.State == nil || ci.State.Running {
 		return st
 	}
 	if ci.State.OOMKilled {
 		l.log.Info("the container ran out of memory", "container", l.container)
-		return terminal.Status{Exited: true, ExitCode: -1, Signal: "SIGKILL"}
+		return termapi.Status{Exited: true, ExitCode: -1, Signal: "SIGKILL"}
 	}
 	if st.ExitCode == -1 && st.Signal == "" && ci.State.ExitCode > 128 {
 		st.Signal = unix.SignalName(unix.Signal(ci.State.ExitCode - 128))

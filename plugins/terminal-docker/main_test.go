@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"go.uber.org/goleak"
 
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal-docker/dockertest"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
@@ -60,7 +61,7 @@ func newBackend(t *testing.T, cfg *Config) *Backend {
 // spawn starts a session that the test closes at its end.
 func spawn(t *testing.T, b *Backend, cwd string) *inband.Session {
 	t.Helper()
-	spec := terminal.SpawnSpec{SessionID: "pty-test", OwnerID: "owner-test", Cwd: cwd}
+	spec := termapi.SpawnSpec{SessionID: "pty-test", OwnerID: "owner-test", Cwd: cwd}
 	return terminaltest.Spawn(t, b, spec, waitLong).(*inband.Session)
 }
 

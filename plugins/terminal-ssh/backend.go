@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"golang.org/x/crypto/ssh"
 
 	"github.com/dshdev/dsh/plugins/terminal"
@@ -64,12 +66,12 @@ var errShutdown = fmt.Errorf("terminal-ssh: backend is shut down: %w", terminal.
 // spec.Cwd, with spawnCwd), and returns once the shell shows its first
 // prompt. If ctx ends first, or anything fails, the connection is closed
 // again before Spawn returns; if that close fails too, the error is a
-// *terminal.CleanupError.
-func (b *Backend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error) {
+// *termapi.CleanupError.
+func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Session, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
-	if err := terminal.RefuseSandbox("terminal-ssh", spec); err != nil {
+	if err := termapi.RefuseSandbox("terminal-ssh", spec); err != nil {
 		return nil, err
 	}
 	if strings.IndexByte(spec.Cwd, 0) >= 0 {
@@ -168,4 +170,4 @@ func (b *Backend) Close(ctx context.Context) error {
 	return b.sessions.Close(ctx, "backend closed")
 }
 
-var _ terminal.Backend = (*Backend)(nil)
+var _ termapi.Backend = (*Backend)(nil)

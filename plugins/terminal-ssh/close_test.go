@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
@@ -28,13 +30,13 @@ func TestCloseConcurrent(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	ts, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-close"})
+	ts, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-close"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := ts.(*inband.Session)
 	shell := pidOf(t, mustComplete(t, s, "echo $$", 0))
-	send, err := s.Exec(ctx, terminal.ExecRequest{Command: "sh -c 'echo $$; exec sleep 1000'", Stream: true})
+	send, err := s.Exec(ctx, termapi.ExecRequest{Command: "sh -c 'echo $$; exec sleep 1000'", Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,19 +62,19 @@ func TestCloseConcurrent(t *testing.T) {
 		t.Errorf("close again: %v", err)
 	}
 	res, err := send.Wait(ctx)
-	if err != nil || res.Reason != terminal.WaitSessionExit {
+	if err != nil || res.Reason != termapi.WaitSessionExit {
 		t.Fatalf("the live send after close: %+v, %v", res, err)
 	}
 	if st := s.Status(); !st.Exited {
 		t.Fatalf("status after close = %v", st)
 	}
 	for _, err := range []error{
-		func() error { _, err := s.StartSend(ctx, terminal.SendRequest{Text: "x"}); return err }(),
-		func() error { _, err := s.Exec(ctx, terminal.ExecRequest{Command: "true"}); return err }(),
-		func() error { _, err := s.Signal(ctx, terminal.SIGINT); return err }(),
+		func() error { _, err := s.StartSend(ctx, termapi.SendRequest{Text: "x"}); return err }(),
+		func() error { _, err := s.Exec(ctx, termapi.ExecRequest{Command: "true"}); return err }(),
+		func() error { _, err := s.Signal(ctx, termapi.SIGINT); return err }(),
 	} {
-		if !errors.Is(err, terminal.ErrSessionClosing) {
-			t.Errorf("after close: %v, want %v", err, terminal.ErrSessionClosing)
+		if !errors.Is(err, termapi.ErrSessionClosing) {
+			t.Errorf("after close: %v, want %v", err, termapi.ErrSessionClosing)
 		}
 	}
 	for _, fd := range watched {
@@ -81,7 +83,7 @@ func TestCloseConcurrent(t *testing.T) {
 	if err := b.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-late"}); !errors.Is(err, terminal.ErrServiceClosing) {
+	if _, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-late"}); !errors.Is(err, terminal.ErrServiceClosing) {
 		t.Fatalf("spawn after the backend closed = %v, want %v", err, terminal.ErrServiceClosing)
 	}
 }
@@ -96,7 +98,7 @@ func TestSpawnCancelledDuringStartup(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		// Cancelled as soon as the connection is up: the startup is in flight.
 		b.afterDial = func() { cancel(cause) }
-		s, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-cancel"})
+		s, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-cancel"})
 		if s != nil || !errors.Is(err, cause) {
 			t.Fatalf("spawn cancelled during startup = %v, %v; want %v", s, err, cause)
 		}

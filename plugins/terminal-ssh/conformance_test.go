@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
@@ -17,7 +18,7 @@ import (
 // takes.
 func TestConformance(t *testing.T) {
 	terminaltest.CheckGoroutines(t)
-	terminaltest.TestBackend(t, func(t *testing.T) terminal.Backend {
+	terminaltest.TestBackend(t, func(t *testing.T) termapi.Backend {
 		cfg := testConfig()
 		cfg.IdleSilenceMs = 2000
 		return newBackend(t, cfg)

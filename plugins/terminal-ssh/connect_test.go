@@ -12,11 +12,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"go.uber.org/goleak"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
-
-	"github.com/dshdev/dsh/plugins/terminal"
 )
 
 // Connecting fails precisely, with nothing left behind: the host key is
@@ -72,7 +72,7 @@ func TestSpawnErrors(t *testing.T) {
 			b := newBackend(t, cfg)
 			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 			defer cancel()
-			s, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-err"})
+			s, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-err"})
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("spawn: %v", err)
@@ -128,7 +128,7 @@ func TestSpawnSilentServer(t *testing.T) {
 	cfg.ConnectTimeoutSeconds = 1
 	b := newBackend(t, cfg)
 
-	_, err = b.Spawn(context.Background(), terminal.SpawnSpec{SessionID: "pty-silent"})
+	_, err = b.Spawn(context.Background(), termapi.SpawnSpec{SessionID: "pty-silent"})
 	if !errors.Is(err, ErrHandshake) {
 		t.Fatalf("spawn against a silent server = %v, want %v", err, ErrHandshake)
 	}
@@ -140,7 +140,7 @@ func TestSpawnSilentServer(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-silent"})
+		_, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-silent"})
 		done <- err
 	}()
 	conn := <-accepted

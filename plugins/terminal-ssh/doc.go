@@ -1,7 +1,7 @@
 // Package terminalssh is the "ssh" terminal backend: an interactive bash on
 // a remote machine, on the PTY of an SSH session (golang.org/x/crypto/ssh).
-// It implements terminal.Backend; its sessions implement terminal.Session
-// and terminal.Executor, so the bash tool can run on them. The package is
+// It implements termapi.Backend; its sessions implement termapi.Session
+// and termapi.Executor, so the bash tool can run on them. The package is
 // the backend only; a plugin wrapper registers it.
 //
 // # The session

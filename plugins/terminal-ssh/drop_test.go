@@ -9,9 +9,9 @@ import (
 	"syscall"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"go.uber.org/goleak"
 )
 
 // A connection that dies is the shell's exit: the live send settles as
@@ -36,7 +36,7 @@ func TestConnectionLost(t *testing.T) {
 			s := spawn(t, newBackend(t, cfg), "")
 			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 			defer cancel()
-			send, err := s.Exec(ctx, terminal.ExecRequest{Command: "sh -c 'echo ready; exec sleep 1000'", Stream: true})
+			send, err := s.Exec(ctx, termapi.ExecRequest{Command: "sh -c 'echo ready; exec sleep 1000'", Stream: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,19 +45,19 @@ func TestConnectionLost(t *testing.T) {
 			}
 			tc.lose(srv)
 			_, res := drain(t, ctx, send)
-			want := terminal.Status{Exited: true, ExitCode: -1}
-			if res.Reason != terminal.WaitSessionExit || res.Status != want || s.Status() != want {
+			want := termapi.Status{Exited: true, ExitCode: -1}
+			if res.Reason != termapi.WaitSessionExit || res.Status != want || s.Status() != want {
 				t.Fatalf("settled %s with %v (session %v), want session_exit with %v", res.Reason, res.Status, s.Status(), want)
 			}
-			if res.Exec.State != terminal.ExecRunning {
+			if res.Exec.State != termapi.ExecRunning {
 				t.Fatalf("exec state = %s, want running", res.Exec.State)
 			}
 			for _, err := range []error{
-				func() error { _, err := s.Exec(ctx, terminal.ExecRequest{Command: "true"}); return err }(),
-				func() error { _, err := s.StartSend(ctx, terminal.SendRequest{Text: "x", Submit: true}); return err }(),
+				func() error { _, err := s.Exec(ctx, termapi.ExecRequest{Command: "true"}); return err }(),
+				func() error { _, err := s.StartSend(ctx, termapi.SendRequest{Text: "x", Submit: true}); return err }(),
 			} {
-				if !errors.Is(err, terminal.ErrSessionExited) {
-					t.Fatalf("after the loss: %v, want %v", err, terminal.ErrSessionExited)
+				if !errors.Is(err, termapi.ErrSessionExited) {
+					t.Fatalf("after the loss: %v, want %v", err, termapi.ErrSessionExited)
 				}
 			}
 			srv.stop()

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/crypto/ssh"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"golang.org/x/crypto/ssh"
 )
 
 // The terminal's size, as the shell backend's default.
@@ -50,7 +50,7 @@ func (l *sshLink) Write(p []byte) (int, error) { return l.stdin.Write(p) }
 
 // Wait returns the remote shell's exit status, or -1 for a connection that
 // ended without saying.
-func (l *sshLink) Wait() terminal.Status { return exitStatus(l.remote.Wait()) }
+func (l *sshLink) Wait() termapi.Status { return exitStatus(l.remote.Wait()) }
 
 // Close closes the session and the connection, and returns once no
 // goroutine of the library, nor the keepalive, is left.
@@ -68,17 +68,17 @@ func (l *sshLink) Close() error {
 // exitStatus turns how the remote session ended into a status: the exit
 // code, the signal that killed the shell, or unknown (-1) for a connection
 // that ended without saying.
-func exitStatus(err error) terminal.Status {
+func exitStatus(err error) termapi.Status {
 	if err == nil {
-		return terminal.Status{Exited: true, ExitCode: 0}
+		return termapi.Status{Exited: true, ExitCode: 0}
 	}
 	if ee, ok := errors.AsType[*ssh.ExitError](err); ok {
 		if sig := ee.Signal(); sig != "" {
-			return terminal.Status{Exited: true, ExitCode: -1, Signal: "SIG" + sig}
+			return termapi.Status{Exited: true, ExitCode: -1, Signal: "SIG" + sig}
 		}
-		return terminal.Status{Exited: true, ExitCode: ee.ExitStatus()}
+		return termapi.Status{Exited: true, ExitCode: ee.ExitStatus()}
 	}
-	return terminal.Status{Exited: true, ExitCode: -1}
+	return termapi.Status{Exited: true, ExitCode: -1}
 }
 
 // keepalive probes the connection every interval. A probe that fails, or

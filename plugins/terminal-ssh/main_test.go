@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"go.uber.org/goleak"
 
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
@@ -79,19 +80,19 @@ func newBackend(t testing.TB, cfg *Config) *Backend {
 // spawn starts a session that the test closes at its end.
 func spawn(t testing.TB, b *Backend, cwd string) *inband.Session {
 	t.Helper()
-	spec := terminal.SpawnSpec{SessionID: "pty-test", OwnerID: "owner-test", Cwd: cwd}
+	spec := termapi.SpawnSpec{SessionID: "pty-test", OwnerID: "owner-test", Cwd: cwd}
 	return terminaltest.Spawn(t, b, spec, waitLong).(*inband.Session)
 }
 
 // drain reads a send's output to io.EOF, then its result.
-func drain(t testing.TB, ctx context.Context, send terminal.Send) (string, terminal.SendResult) {
+func drain(t testing.TB, ctx context.Context, send termapi.Send) (string, termapi.SendResult) {
 	t.Helper()
 	return terminaltest.Drain(t, ctx, send)
 }
 
 // run execs command, streaming, and returns its output (with the line
 // still being written last) and how its send settled.
-func run(t testing.TB, s *inband.Session, command string) (string, terminal.SendResult) {
+func run(t testing.TB, s *inband.Session, command string) (string, termapi.SendResult) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()

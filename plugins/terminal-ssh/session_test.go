@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/plugins/terminal/inband"
 )
 
@@ -44,7 +45,7 @@ func TestWorkdir(t *testing.T) {
 	missing := requested + "/missing"
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	_, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-x", Cwd: missing})
+	_, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-x", Cwd: missing})
 	if !errors.Is(err, ErrRemoteShell) || !strings.Contains(err.Error(), "working directory") {
 		t.Fatalf("spawn in a missing directory = %v, want %v naming the working directory", err, ErrRemoteShell)
 	}
@@ -162,29 +163,29 @@ func TestInterrupt(t *testing.T) {
 	const job = "sh -c 'echo ready; exec sleep 1000'"
 	for _, tc := range []struct {
 		name, command string
-		signal        func(send terminal.Send) error
-		state         terminal.ExecState
+		signal        func(send termapi.Send) error
+		state         termapi.ExecState
 		code          int
 	}{
-		{"Cancel", job + "; echo not-reached", func(send terminal.Send) error {
+		{"Cancel", job + "; echo not-reached", func(send termapi.Send) error {
 			if !send.Cancel() {
 				return errors.New("cancel of a live send = false")
 			}
 			return nil
-		}, terminal.ExecAbandoned, 130},
-		{"SIGINT", job + "; echo not-reached", func(terminal.Send) error {
-			_, err := s.Signal(context.Background(), terminal.SIGINT)
+		}, termapi.ExecAbandoned, 130},
+		{"SIGINT", job + "; echo not-reached", func(termapi.Send) error {
+			_, err := s.Signal(context.Background(), termapi.SIGINT)
 			return err
-		}, terminal.ExecAbandoned, 130},
-		{"SIGTSTP", job, func(terminal.Send) error {
-			_, err := s.Signal(context.Background(), terminal.SIGTSTP)
+		}, termapi.ExecAbandoned, 130},
+		{"SIGTSTP", job, func(termapi.Send) error {
+			_, err := s.Signal(context.Background(), termapi.SIGTSTP)
 			return err
-		}, terminal.ExecCompleted, 148},
+		}, termapi.ExecCompleted, 148},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 			defer cancel()
-			send, err := s.Exec(ctx, terminal.ExecRequest{Command: tc.command, Stream: true})
+			send, err := s.Exec(ctx, termapi.ExecRequest{Command: tc.command, Stream: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +207,7 @@ func TestInterrupt(t *testing.T) {
 		})
 	}
 	// While the shell is idle there is nothing to interrupt.
-	if _, err := s.Signal(context.Background(), terminal.SIGINT); err != nil {
+	if _, err := s.Signal(context.Background(), termapi.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	mustComplete(t, s, "echo after-interrupts", 0)
@@ -219,14 +220,14 @@ func TestInterruptAtOnce(t *testing.T) {
 	s := spawn(t, newBackend(t, nil), "")
 	for range 5 {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-		send, err := s.Exec(ctx, terminal.ExecRequest{Command: "sleep 1000", Stream: true})
+		send, err := s.Exec(ctx, termapi.ExecRequest{Command: "sleep 1000", Stream: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		send.Cancel()
 		_, res := drain(t, ctx, send)
 		cancel()
-		if !res.Prompt || res.Exec.State != terminal.ExecAbandoned {
+		if !res.Prompt || res.Exec.State != termapi.ExecAbandoned {
 			t.Fatalf("an interrupted command settled %s (prompt %v) with %+v", res.Reason, res.Prompt, *res.Exec)
 		}
 		mustComplete(t, s, "echo next", 0)
@@ -253,24 +254,24 @@ func TestShellExit(t *testing.T) {
 	b := newBackend(t, nil)
 	for _, tc := range []struct {
 		command string
-		want    terminal.Status
+		want    termapi.Status
 	}{
-		{"exit 5", terminal.Status{Exited: true, ExitCode: 5}},
-		{"exit", terminal.Status{Exited: true, ExitCode: 0}},
-		{"kill -9 $$", terminal.Status{Exited: true, ExitCode: -1, Signal: "SIGKILL"}},
-		{"set -e; false", terminal.Status{Exited: true, ExitCode: 1}},
+		{"exit 5", termapi.Status{Exited: true, ExitCode: 5}},
+		{"exit", termapi.Status{Exited: true, ExitCode: 0}},
+		{"kill -9 $$", termapi.Status{Exited: true, ExitCode: -1, Signal: "SIGKILL"}},
+		{"set -e; false", termapi.Status{Exited: true, ExitCode: 1}},
 	} {
 		t.Run(tc.command, func(t *testing.T) {
 			s := spawn(t, b, "")
 			_, res := run(t, s, tc.command)
-			if res.Reason != terminal.WaitSessionExit || res.Status != tc.want || s.Status() != tc.want {
+			if res.Reason != termapi.WaitSessionExit || res.Status != tc.want || s.Status() != tc.want {
 				t.Fatalf("settled %s with %v (session %v), want session_exit with %v", res.Reason, res.Status, s.Status(), tc.want)
 			}
-			if res.Exec.State != terminal.ExecRunning {
+			if res.Exec.State != termapi.ExecRunning {
 				t.Fatalf("exec state = %s, want running (the shell took the command)", res.Exec.State)
 			}
-			if _, err := s.Exec(context.Background(), terminal.ExecRequest{Command: "true"}); !errors.Is(err, terminal.ErrSessionExited) {
-				t.Fatalf("exec after the exit = %v, want %v", err, terminal.ErrSessionExited)
+			if _, err := s.Exec(context.Background(), termapi.ExecRequest{Command: "true"}); !errors.Is(err, termapi.ErrSessionExited) {
+				t.Fatalf("exec after the exit = %v, want %v", err, termapi.ErrSessionExited)
 			}
 		})
 	}
@@ -295,7 +296,7 @@ func TestOutputVolume(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	send, err := s.Exec(ctx, terminal.ExecRequest{Command: command})
+	send, err := s.Exec(ctx, termapi.ExecRequest{Command: command})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +304,7 @@ func TestOutputVolume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Exec.State != terminal.ExecCompleted || !res.Truncated || len(res.Viewport) > inband.MaxReadBytes {
+	if res.Exec.State != termapi.ExecCompleted || !res.Truncated || len(res.Viewport) > inband.MaxReadBytes {
 		t.Fatalf("non-streaming: %+v, truncated %v, viewport %d bytes", *res.Exec, res.Truncated, len(res.Viewport))
 	}
 	if last := fmt.Sprintf("line %05d", lines); !strings.Contains(res.Viewport, last) {

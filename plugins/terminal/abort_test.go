@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
 )
@@ -41,7 +43,7 @@ func (o lateOutcome) outcome(cause error) (spawnOutcome, *stubSession) {
 	case lateOwnError:
 		return spawnOutcome{err: errors.New("backend noticed the abort")}, nil
 	default:
-		return spawnOutcome{err: &terminal.CleanupError{StartErr: cause, CleanupErr: errSurvived}}, nil
+		return spawnOutcome{err: &termapi.CleanupError{StartErr: cause, CleanupErr: errSurvived}}, nil
 	}
 }
 
@@ -223,7 +225,7 @@ func TestSpawnOwnerClosedMeanwhile(t *testing.T) {
 	h := newHost(t)
 	owner := newOwner(t, h, "agent")
 	var sess *stubSession
-	svc := newService(t, &stubBackend{typ: "stub", spawn: func(context.Context, terminal.SpawnSpec) (terminal.Session, error) {
+	svc := newService(t, &stubBackend{typ: "stub", spawn: func(context.Context, termapi.SpawnSpec) (termapi.Session, error) {
 		// The owner starts closing while the backend runs; its cleanups
 		// cannot finish before this spawn has settled.
 		go func() { _ = owner.Close(context.Background()) }()
@@ -247,7 +249,7 @@ func TestOwnerCloseGivesUpOnPendingSpawn(t *testing.T) {
 	owner := newOwner(t, h, "agent")
 	gate := newGatedSpawn()
 	published := newStubSession()
-	svc := newService(t, &stubBackend{typ: "stub", spawn: func(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error) {
+	svc := newService(t, &stubBackend{typ: "stub", spawn: func(ctx context.Context, spec termapi.SpawnSpec) (termapi.Session, error) {
 		if spec.Name == "pending" {
 			return gate.spawn(ctx, spec)
 		}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
 	_ "github.com/dshdev/dsh/plugins/terminal-bash" // registers the "terminal-bash" plugin
@@ -70,7 +72,7 @@ func step(t *testing.T) context.Context {
 func run(t *testing.T, svc *terminal.Service, owner *host.Owner, id, line string) string {
 	t.Helper()
 	ctx := step(t)
-	send, err := svc.StartSend(ctx, owner, id, terminal.SendRequest{Text: line, Submit: true, Stream: true})
+	send, err := svc.StartSend(ctx, owner, id, termapi.SendRequest{Text: line, Submit: true, Stream: true})
 	if err != nil {
 		t.Fatalf("StartSend(%q): %v", line, err)
 	}
@@ -89,8 +91,8 @@ func run(t *testing.T, svc *terminal.Service, owner *host.Owner, id, line string
 	if err != nil {
 		t.Fatalf("Wait for %q: %v", line, err)
 	}
-	if res.Reason != terminal.WaitStdinRead {
-		t.Fatalf("%q settled with %q, want %q", line, res.Reason, terminal.WaitStdinRead)
+	if res.Reason != termapi.WaitStdinRead {
+		t.Fatalf("%q settled with %q, want %q", line, res.Reason, termapi.WaitStdinRead)
 	}
 	return out.String()
 }
@@ -121,7 +123,7 @@ func TestServiceWithBash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.ID != "pty-1" || info.Name != "main" || info.Type != "shell" || info.PID <= 0 || info.Motd != "" || info.Status != terminal.Running {
+	if info.ID != "pty-1" || info.Name != "main" || info.Type != "shell" || info.PID <= 0 || info.Motd != "" || info.Status != termapi.Running {
 		t.Fatalf("Spawn = %+v", info)
 	}
 
@@ -134,24 +136,24 @@ func TestServiceWithBash(t *testing.T) {
 		t.Fatalf("pwd printed %q, want %q", out, workdir)
 	}
 
-	_, err = svc.Read(foreign, info.ID, terminal.ReadRequest{})
-	wantErr(t, err, terminal.ErrNoSession, "unknown PTY session "+info.ID)
+	_, err = svc.Read(foreign, info.ID, termapi.ReadRequest{})
+	wantErr(t, err, termapi.ErrNoSession, "unknown PTY session "+info.ID)
 
 	// A program waiting on input: the service holds the slot until the
 	// holder sees the send settle, and the shell proves the wait.
 	ctx := step(t)
-	reading, err := svc.StartSend(ctx, owner, info.ID, terminal.SendRequest{Text: "read line", Submit: true})
+	reading, err := svc.StartSend(ctx, owner, info.ID, termapi.SendRequest{Text: "read line", Submit: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = svc.StartSend(ctx, owner, info.ID, terminal.SendRequest{Text: "true", Submit: true})
-	wantErr(t, err, terminal.ErrSendActive, "")
+	_, err = svc.StartSend(ctx, owner, info.ID, termapi.SendRequest{Text: "true", Submit: true})
+	wantErr(t, err, termapi.ErrSendActive, "")
 	res, err := reading.Wait(ctx)
-	if err != nil || res.Reason != terminal.WaitStdinRead {
-		t.Fatalf("read settled with %+v, %v; want %q", res, err, terminal.WaitStdinRead)
+	if err != nil || res.Reason != termapi.WaitStdinRead {
+		t.Fatalf("read settled with %+v, %v; want %q", res, err, termapi.WaitStdinRead)
 	}
 	// Interrupt the waiting program the way the bash tool recovers.
-	nudge, err := svc.StartSend(ctx, owner, info.ID, terminal.SendRequest{})
+	nudge, err := svc.StartSend(ctx, owner, info.ID, termapi.SendRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

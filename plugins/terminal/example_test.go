@@ -10,6 +10,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
 )
@@ -42,7 +44,7 @@ func ExampleService_Exec() {
 					return "", err
 				}
 				defer terms.Kill(context.WithoutCancel(ctx), o, info.ID, "command done")
-				send, err := terms.Exec(ctx, o, info.ID, terminal.ExecRequest{Command: a.Command, Stream: true})
+				send, err := terms.Exec(ctx, o, info.ID, termapi.ExecRequest{Command: a.Command, Stream: true})
 				if err != nil {
 					return "", err
 				}
@@ -61,7 +63,7 @@ func ExampleService_Exec() {
 				if err != nil {
 					return "", err
 				}
-				if res.Exec == nil || res.Exec.State != terminal.ExecCompleted {
+				if res.Exec == nil || res.Exec.State != termapi.ExecCompleted {
 					return "", fmt.Errorf("the command did not complete (%s)", res.Reason)
 				}
 				return fmt.Sprintf("%s[status %d]", out.String(), res.Exec.ExitCode), nil

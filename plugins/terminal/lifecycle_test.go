@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
 )
@@ -34,12 +36,12 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{svc: svc, owner: owner, id: id, sess: b.session(0)}
 }
 
-func (f *fixture) start(ctx context.Context) (terminal.Send, error) {
-	return f.svc.StartSend(ctx, f.owner, f.id, terminal.SendRequest{Text: "true", Submit: true})
+func (f *fixture) start(ctx context.Context) (termapi.Send, error) {
+	return f.svc.StartSend(ctx, f.owner, f.id, termapi.SendRequest{Text: "true", Submit: true})
 }
 
 // mustStart starts a send and returns it with the backend's send behind it.
-func (f *fixture) mustStart(t *testing.T) (terminal.Send, *stubSend) {
+func (f *fixture) mustStart(t *testing.T) (termapi.Send, *stubSend) {
 	t.Helper()
 	send, err := f.start(t.Context())
 	if err != nil {
@@ -51,10 +53,10 @@ func (f *fixture) mustStart(t *testing.T) (terminal.Send, *stubSend) {
 func (f *fixture) wantActive(t *testing.T) {
 	t.Helper()
 	_, err := f.start(t.Context())
-	wantErr(t, err, terminal.ErrSendActive, fmt.Sprintf("PTY session %s already has an active send", f.id))
+	wantErr(t, err, termapi.ErrSendActive, fmt.Sprintf("PTY session %s already has an active send", f.id))
 }
 
-var settled = terminal.SendResult{Reason: terminal.WaitStdinRead, Viewport: "stub> ", Status: terminal.Running}
+var settled = termapi.SendResult{Reason: termapi.WaitStdinRead, Viewport: "stub> ", Status: termapi.Running}
 
 func TestSendSlot(t *testing.T) {
 	t.Run("one live send until Wait sees it settle", func(t *testing.T) {
@@ -98,7 +100,7 @@ func TestSendSlot(t *testing.T) {
 		f := newFixture(t)
 		send, backend := f.mustStart(t)
 		sendFailed := errors.New("send failed")
-		backend.settle(terminal.SendResult{}, sendFailed)
+		backend.settle(termapi.SendResult{}, sendFailed)
 		if _, err := send.Wait(t.Context()); err != sendFailed {
 			t.Fatalf("Wait = %v, want the backend's failure", err)
 		}
@@ -107,7 +109,7 @@ func TestSendSlot(t *testing.T) {
 
 	t.Run("the backend's own refusal surfaces and holds nothing", func(t *testing.T) {
 		f := newFixture(t)
-		draining := fmt.Errorf("session still draining an interrupt: %w", terminal.ErrSendActive)
+		draining := fmt.Errorf("session still draining an interrupt: %w", termapi.ErrSendActive)
 		f.sess.mu.Lock()
 		f.sess.startErr = draining
 		f.sess.mu.Unlock()
@@ -139,10 +141,10 @@ func TestKill(t *testing.T) {
 			t.Fatalf("Kill = %v, %v; want true", ok, err)
 		}
 		wantReasons(t, f.sess, "model request")
-		_, err := f.svc.Read(f.owner, f.id, terminal.ReadRequest{})
-		wantErr(t, err, terminal.ErrNoSession, "unknown PTY session "+f.id)
+		_, err := f.svc.Read(f.owner, f.id, termapi.ReadRequest{})
+		wantErr(t, err, termapi.ErrNoSession, "unknown PTY session "+f.id)
 		_, err = f.svc.Kill(t.Context(), f.owner, f.id, "")
-		wantErr(t, err, terminal.ErrNoSession, "")
+		wantErr(t, err, termapi.ErrNoSession, "")
 		if f.svc.HasActivity(f.owner) || len(f.svc.List(f.owner)) != 0 {
 			t.Fatal("a killed session is still activity")
 		}
@@ -169,11 +171,11 @@ func TestKill(t *testing.T) {
 
 			closing := fmt.Sprintf("PTY session %s is closing", f.id)
 			_, err := f.start(t.Context())
-			wantErr(t, err, terminal.ErrSessionClosing, closing)
-			_, err = f.svc.Read(f.owner, f.id, terminal.ReadRequest{})
-			wantErr(t, err, terminal.ErrSessionClosing, closing)
-			_, err = f.svc.Signal(t.Context(), f.owner, f.id, terminal.SIGINT)
-			wantErr(t, err, terminal.ErrSessionClosing, closing)
+			wantErr(t, err, termapi.ErrSessionClosing, closing)
+			_, err = f.svc.Read(f.owner, f.id, termapi.ReadRequest{})
+			wantErr(t, err, termapi.ErrSessionClosing, closing)
+			_, err = f.svc.Signal(t.Context(), f.owner, f.id, termapi.SIGINT)
+			wantErr(t, err, termapi.ErrSessionClosing, closing)
 			if len(f.svc.List(f.owner)) != 1 || !f.svc.HasActivity(f.owner) {
 				t.Fatal("a closing session must stay listed and count as activity")
 			}
@@ -188,8 +190,8 @@ func TestKill(t *testing.T) {
 				t.Fatalf("joined Kill = %+v, want false and no error", r)
 			}
 			wantReasons(t, f.sess, "first")
-			_, err = f.svc.Read(f.owner, f.id, terminal.ReadRequest{})
-			wantErr(t, err, terminal.ErrNoSession, "")
+			_, err = f.svc.Read(f.owner, f.id, termapi.ReadRequest{})
+			wantErr(t, err, termapi.ErrNoSession, "")
 		})
 	})
 
@@ -204,7 +206,7 @@ func TestKill(t *testing.T) {
 		if len(f.svc.List(f.owner)) != 1 {
 			t.Fatal("a session whose close failed must stay listed")
 		}
-		if _, err := f.svc.Read(f.owner, f.id, terminal.ReadRequest{}); err != nil {
+		if _, err := f.svc.Read(f.owner, f.id, termapi.ReadRequest{}); err != nil {
 			t.Fatalf("Read after a failed close: %v", err)
 		}
 		f.sess.failClose(nil)
@@ -243,7 +245,7 @@ func TestOwnerCleanupMayKill(t *testing.T) {
 	var sendErr, killErr error
 	var killed bool
 	if _, err := f.owner.Defer(func(ctx context.Context) error {
-		_, sendErr = f.svc.StartSend(ctx, f.owner, f.id, terminal.SendRequest{})
+		_, sendErr = f.svc.StartSend(ctx, f.owner, f.id, termapi.SendRequest{})
 		killed, killErr = f.svc.Kill(ctx, f.owner, f.id, "tool cleanup")
 		return nil
 	}); err != nil {

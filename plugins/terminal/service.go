@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/host"
 )
 
@@ -37,7 +39,7 @@ type Service struct {
 
 type backendEntry struct {
 	typ     string
-	backend Backend
+	backend termapi.Backend
 }
 
 // ownerState is what the service keeps per owner that ever passed the
@@ -80,7 +82,7 @@ func LiveSessions() int64 { return liveSessions.Load() }
 type record struct {
 	id, name, typ string
 	state         *ownerState
-	session       Session
+	session       termapi.Session
 	pid           int
 	motd          string
 	sandbox       string // the mode the session runs in
@@ -112,9 +114,9 @@ func NewService() *Service {
 // b before it runs the cleanups the plugin deferred earlier, so a plugin
 // that defers closing its backend first, then calls AddBackend, has no
 // session start while the backend closes.
-func AddBackend(pctx *host.Context, b Backend) error {
+func AddBackend(pctx *host.Context, b termapi.Backend) error {
 	reg, err := host.Service[interface {
-		RegisterBackend(Backend) (func(), error)
+		RegisterBackend(termapi.Backend) (func(), error)
 	}](pctx, ServiceKey)
 	if err != nil {
 		return err
@@ -132,7 +134,7 @@ func AddBackend(pctx *host.Context, b Backend) error {
 // been registered anew, the newer registration stays. Unregistering does not
 // close the sessions the backend started; they stay in the service until
 // they are killed or disposed.
-func (s *Service) RegisterBackend(b Backend) (unregister func(), err error) {
+func (s *Service) RegisterBackend(b termapi.Backend) (unregister func(), err error) {
 	typ := b.Type()
 	if typ == "" {
 		return nil, errors.New("PTY backend type must be non-empty")
@@ -165,7 +167,7 @@ func (s *Service) Backends() []string {
 	return types
 }
 
-func (s *Service) backendLocked(typ string) Backend {
+func (s *Service) backendLocked(typ string) termapi.Backend {
 	for _, e := range s.backends {
 		if e.typ == typ {
 			return e.backend

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
 )
@@ -96,7 +98,7 @@ func TestUnregisterKeepsSessions(t *testing.T) {
 	info := mustSpawn(t, svc, owner, "stub", "")
 	unregister()
 
-	res, err := svc.Read(owner, info.ID, terminal.ReadRequest{})
+	res, err := svc.Read(owner, info.ID, termapi.ReadRequest{})
 	if err != nil || res.Text != "0:0" {
 		t.Fatalf("Read after unregister = %+v, %v; want the session to answer", res, err)
 	}
@@ -125,11 +127,11 @@ func TestSpawn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := terminal.SessionInfo{ID: "pty-1", Name: "main", Type: "stub", PID: 123, Status: terminal.Running, Motd: "stub ready"}
+	want := terminal.SessionInfo{ID: "pty-1", Name: "main", Type: "stub", PID: 123, Status: termapi.Running, Motd: "stub ready"}
 	if info != want {
 		t.Fatalf("Spawn = %+v, want %+v", info, want)
 	}
-	if got, want := b.spec(0), (terminal.SpawnSpec{SessionID: "pty-1", OwnerID: "agent", Cwd: "/tmp", Name: "main"}); got != want {
+	if got, want := b.spec(0), (termapi.SpawnSpec{SessionID: "pty-1", OwnerID: "agent", Cwd: "/tmp", Name: "main"}); got != want {
 		t.Fatalf("backend spec = %+v, want %+v", got, want)
 	}
 
@@ -156,7 +158,7 @@ func TestSpawn(t *testing.T) {
 func TestSpawnWithoutPID(t *testing.T) {
 	h := newHost(t)
 	owner := newOwner(t, h, "agent")
-	svc := newService(t, &stubBackend{typ: "stub", spawn: func(context.Context, terminal.SpawnSpec) (terminal.Session, error) {
+	svc := newService(t, &stubBackend{typ: "stub", spawn: func(context.Context, termapi.SpawnSpec) (termapi.Session, error) {
 		s := newStubSession()
 		s.pid = 0
 		return s, nil
@@ -171,7 +173,7 @@ func TestSpawnBackendFailure(t *testing.T) {
 	owner := newOwner(t, h, "agent")
 	providerFailed := errors.New("provider failed")
 	fail := true
-	svc := newService(t, &stubBackend{typ: "stub", spawn: func(context.Context, terminal.SpawnSpec) (terminal.Session, error) {
+	svc := newService(t, &stubBackend{typ: "stub", spawn: func(context.Context, termapi.SpawnSpec) (termapi.Session, error) {
 		if fail {
 			return nil, providerFailed
 		}
@@ -270,7 +272,7 @@ func TestSpawnNames(t *testing.T) {
 	owner := newOwner(t, h, "agent")
 	other := newOwner(t, h, "other")
 	gate := newGatedSpawn()
-	svc := newService(t, &stubBackend{typ: "stub", spawn: func(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error) {
+	svc := newService(t, &stubBackend{typ: "stub", spawn: func(ctx context.Context, spec termapi.SpawnSpec) (termapi.Session, error) {
 		if spec.OwnerID == "agent" && spec.Name == "one" {
 			return gate.spawn(ctx, spec)
 		}
@@ -323,15 +325,15 @@ func TestFencing(t *testing.T) {
 		call func(owner *host.Owner, id string) error
 	}{
 		{"StartSend", func(o *host.Owner, id string) error {
-			_, err := svc.StartSend(t.Context(), o, id, terminal.SendRequest{Text: "x"})
+			_, err := svc.StartSend(t.Context(), o, id, termapi.SendRequest{Text: "x"})
 			return err
 		}},
 		{"Read", func(o *host.Owner, id string) error {
-			_, err := svc.Read(o, id, terminal.ReadRequest{})
+			_, err := svc.Read(o, id, termapi.ReadRequest{})
 			return err
 		}},
 		{"Signal", func(o *host.Owner, id string) error {
-			_, err := svc.Signal(t.Context(), o, id, terminal.SIGINT)
+			_, err := svc.Signal(t.Context(), o, id, termapi.SIGINT)
 			return err
 		}},
 		{"Kill", func(o *host.Owner, id string) error {
@@ -342,9 +344,9 @@ func TestFencing(t *testing.T) {
 	for _, op := range ops {
 		t.Run(op.name, func(t *testing.T) {
 			foreignErr := op.call(foreign, info.ID)
-			wantErr(t, foreignErr, terminal.ErrNoSession, "unknown PTY session "+info.ID)
+			wantErr(t, foreignErr, termapi.ErrNoSession, "unknown PTY session "+info.ID)
 			// An unknown id of the caller's own reads the same.
-			wantErr(t, op.call(owner, "pty-99"), terminal.ErrNoSession, "unknown PTY session pty-99")
+			wantErr(t, op.call(owner, "pty-99"), termapi.ErrNoSession, "unknown PTY session pty-99")
 		})
 	}
 	if got := svc.List(foreign); len(got) != 0 {
@@ -379,12 +381,12 @@ func TestList(t *testing.T) {
 	if ok, err := svc.Kill(t.Context(), owner, "pty-2", ""); !ok || err != nil {
 		t.Fatalf("Kill = %v, %v", ok, err)
 	}
-	exited := terminal.Status{Exited: true, ExitCode: 3}
+	exited := termapi.Status{Exited: true, ExitCode: 3}
 	b.session(2).setStatus(exited)
 
 	got := svc.List(owner)
 	want := []terminal.SessionInfo{
-		{ID: "pty-1", Name: "a", Type: "stub", PID: 123, Status: terminal.Running, Motd: "stub ready"},
+		{ID: "pty-1", Name: "a", Type: "stub", PID: 123, Status: termapi.Running, Motd: "stub ready"},
 		{ID: "pty-3", Name: "c", Type: "stub", PID: 123, Status: exited, Motd: "stub ready"},
 	}
 	if !slices.Equal(got, want) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/host"
 )
 
@@ -25,7 +27,7 @@ func (s *Service) openLocked(owner *host.Owner, id string) (*record, error) {
 		return nil, err
 	}
 	if r.closing != nil {
-		return nil, errorf(ErrSessionClosing, "PTY session %s is closing", id)
+		return nil, errorf(termapi.ErrSessionClosing, "PTY session %s is closing", id)
 	}
 	return r, nil
 }
@@ -40,8 +42,8 @@ func (s *Service) openLocked(owner *host.Owner, id string) (*record, error) {
 // sees it settle: Wait returns anything but the end of its own ctx, or
 // Output returns io.EOF. A caller must therefore wait for (or drain) every
 // send it starts; abandoning one keeps the session busy until it closes.
-func (s *Service) StartSend(ctx context.Context, owner *host.Owner, id string, req SendRequest) (Send, error) {
-	return s.withSlot(ctx, owner, id, func(session Session) (Send, error) {
+func (s *Service) StartSend(ctx context.Context, owner *host.Owner, id string, req termapi.SendRequest) (termapi.Send, error) {
+	return s.withSlot(ctx, owner, id, func(session termapi.Session) (termapi.Send, error) {
 		return session.StartSend(ctx, req)
 	})
 }
@@ -49,9 +51,9 @@ func (s *Service) StartSend(ctx context.Context, owner *host.Owner, id string, r
 // Exec runs a command line in session id of owner (see Executor). It checks
 // what StartSend checks, in the same order, then that the session's backend
 // can run commands (ErrExecUnsupported).
-func (s *Service) Exec(ctx context.Context, owner *host.Owner, id string, req ExecRequest) (Send, error) {
-	return s.withSlot(ctx, owner, id, func(session Session) (Send, error) {
-		x, ok := session.(Executor)
+func (s *Service) Exec(ctx context.Context, owner *host.Owner, id string, req termapi.ExecRequest) (termapi.Send, error) {
+	return s.withSlot(ctx, owner, id, func(session termapi.Session) (termapi.Send, error) {
+		x, ok := session.(termapi.Executor)
 		if !ok {
 			return nil, errorf(ErrExecUnsupported, "PTY session %s cannot run commands", id)
 		}
@@ -61,7 +63,7 @@ func (s *Service) Exec(ctx context.Context, owner *host.Owner, id string, req Ex
 
 // withSlot reserves session id's send slot for start, which runs outside
 // the service lock; the slot is released if start fails.
-func (s *Service) withSlot(ctx context.Context, owner *host.Owner, id string, start func(Session) (Send, error)) (Send, error) {
+func (s *Service) withSlot(ctx context.Context, owner *host.Owner, id string, start func(termapi.Session) (termapi.Send, error)) (termapi.Send, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -77,7 +79,7 @@ func (s *Service) withSlot(ctx context.Context, owner *host.Owner, id string, st
 	}
 	if r.send != nil {
 		s.mu.Unlock()
-		return nil, errorf(ErrSendActive, "PTY session %s already has an active send", id)
+		return nil, errorf(termapi.ErrSendActive, "PTY session %s already has an active send", id)
 	}
 	ls := &liveSend{svc: s, rec: r}
 	r.send = ls
@@ -93,24 +95,24 @@ func (s *Service) withSlot(ctx context.Context, owner *host.Owner, id string, st
 }
 
 // Read returns a page of session id's scrollback (see ReadRequest).
-func (s *Service) Read(owner *host.Owner, id string, req ReadRequest) (ReadResult, error) {
+func (s *Service) Read(owner *host.Owner, id string, req termapi.ReadRequest) (termapi.ReadResult, error) {
 	s.mu.Lock()
 	r, err := s.openLocked(owner, id)
 	s.mu.Unlock()
 	if err != nil {
-		return ReadResult{}, err
+		return termapi.ReadResult{}, err
 	}
 	return r.session.Read(req)
 }
 
 // Signal delivers sig to the foreground process group of session id. The
 // backend decides which signals it supports (ErrUnsupportedSignal).
-func (s *Service) Signal(ctx context.Context, owner *host.Owner, id string, sig Signal) (SignalResult, error) {
+func (s *Service) Signal(ctx context.Context, owner *host.Owner, id string, sig termapi.Signal) (termapi.SignalResult, error) {
 	s.mu.Lock()
 	r, err := s.openLocked(owner, id)
 	s.mu.Unlock()
 	if err != nil {
-		return SignalResult{}, err
+		return termapi.SignalResult{}, err
 	}
 	return r.session.Signal(ctx, sig)
 }
@@ -152,14 +154,14 @@ func (s *Service) List(owner *host.Owner) []SessionInfo {
 // liveSend is a backend Send that frees the service's slot once its holder
 // has seen it settle.
 type liveSend struct {
-	Send
+	termapi.Send
 	svc *Service
 	rec *record
 }
 
 // Wait frees the slot unless it returned only because ctx ended: the send
 // may still be running then.
-func (l *liveSend) Wait(ctx context.Context) (SendResult, error) {
+func (l *liveSend) Wait(ctx context.Context) (termapi.SendResult, error) {
 	res, err := l.Send.Wait(ctx)
 	if err == nil || ctx.Err() == nil {
 		l.release()
@@ -187,4 +189,4 @@ func (l *liveSend) release() {
 }
 
 // Interface guard.
-var _ Send = (*liveSend)(nil)
+var _ termapi.Send = (*liveSend)(nil)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/host"
 )
 
@@ -29,7 +31,7 @@ type SessionInfo struct {
 	// PID is the top-level process id, or 0 when the backend has none.
 	PID int
 	// Status is read from the backend when the info is made.
-	Status Status
+	Status termapi.Status
 	// Motd is what the terminal showed once it became ready.
 	Motd string
 }
@@ -50,7 +52,7 @@ func (s *Service) Spawn(ctx context.Context, owner *host.Owner, req SpawnRequest
 	id := fmt.Sprintf("pty-%d", s.nextID)
 	s.mu.Unlock()
 
-	spec := SpawnSpec{SessionID: id, OwnerID: owner.ID(), Cwd: req.Cwd, Name: req.Name, Sandbox: p.sandbox}
+	spec := termapi.SpawnSpec{SessionID: id, OwnerID: owner.ID(), Cwd: req.Cwd, Name: req.Name, Sandbox: p.sandbox}
 	if spec.Cwd == "" {
 		spec.Cwd = owner.Workdir()
 	}
@@ -58,11 +60,11 @@ func (s *Service) Spawn(ctx context.Context, owner *host.Owner, req SpawnRequest
 	var motd, mode string
 	var pid int
 	if session != nil {
-		motd, pid, mode = session.Motd(), session.PID(), SandboxModeOf(session)
+		motd, pid, mode = session.Motd(), session.PID(), termapi.SandboxModeOf(session)
 		if spec.Sandbox != "" && mode != spec.Sandbox && err == nil {
 			// A backend that knows nothing of sandboxes ran it as it
 			// runs everything: refused, never a weaker mode in silence.
-			err = errorf(ErrSandboxUnsupported, "PTY backend %q cannot enforce sandbox mode %q (its session runs in %q)", req.Type, spec.Sandbox, mode)
+			err = errorf(termapi.ErrSandboxUnsupported, "PTY backend %q cannot enforce sandbox mode %q (its session runs in %q)", req.Type, spec.Sandbox, mode)
 		}
 	}
 
@@ -86,7 +88,7 @@ func (s *Service) Spawn(ctx context.Context, owner *host.Owner, req SpawnRequest
 // backend returned, if any, keeps what could not be cleaned up for the
 // owner's disposal to report, and settles the pending spawn. It returns
 // the error the caller gets.
-func (s *Service) rollback(ctx context.Context, st *ownerState, p *pendingSpawn, id string, session Session, err, failure error) error {
+func (s *Service) rollback(ctx context.Context, st *ownerState, p *pendingSpawn, id string, session termapi.Session, err, failure error) error {
 	var rollbackErr error
 	if session != nil {
 		// The caller may have given up, but the session must still go: the
@@ -96,7 +98,7 @@ func (s *Service) rollback(ctx context.Context, st *ownerState, p *pendingSpawn,
 		}
 	}
 	s.mu.Lock()
-	var cleanup *CleanupError
+	var cleanup *termapi.CleanupError
 	if errors.As(err, &cleanup) {
 		st.retained = append(st.retained, fmt.Errorf("PTY session %s: %w", id, cleanup))
 	}
@@ -115,7 +117,7 @@ func (s *Service) rollback(ctx context.Context, st *ownerState, p *pendingSpawn,
 
 // checkSpawnLocked runs the checks that precede minting an id, in their
 // documented order.
-func (s *Service) checkSpawnLocked(ctx context.Context, owner *host.Owner, req SpawnRequest) (*ownerState, Backend, error) {
+func (s *Service) checkSpawnLocked(ctx context.Context, owner *host.Owner, req SpawnRequest) (*ownerState, termapi.Backend, error) {
 	if s.closing {
 		return nil, nil, errServiceClosing()
 	}
@@ -146,7 +148,7 @@ func (s *Service) checkSpawnLocked(ctx context.Context, owner *host.Owner, req S
 // runBackend calls the backend with a context that also ends when the owner
 // or the service starts closing. lifecycle is the cause it ended with in
 // those two cases, and nil otherwise.
-func (s *Service) runBackend(ctx context.Context, owner *host.Owner, backend Backend, spec SpawnSpec) (session Session, lifecycle, err error) {
+func (s *Service) runBackend(ctx context.Context, owner *host.Owner, backend termapi.Backend, spec termapi.SpawnSpec) (session termapi.Session, lifecycle, err error) {
 	spawnCtx, abort := context.WithCancelCause(ctx)
 	watched := make(chan struct{})
 	go func() {
@@ -170,7 +172,7 @@ func (s *Service) runBackend(ctx context.Context, owner *host.Owner, backend Bac
 // spawnFailureLocked decides whether a spawn whose backend has returned may
 // publish, and if not, which error the caller gets: its own cause first,
 // then the owner or service going away, then the backend's error.
-func (s *Service) spawnFailureLocked(ctx context.Context, lifecycle error, st *ownerState, id, typ string, session Session, err error) error {
+func (s *Service) spawnFailureLocked(ctx context.Context, lifecycle error, st *ownerState, id, typ string, session termapi.Session, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
@@ -188,7 +190,7 @@ func (s *Service) spawnFailureLocked(ctx context.Context, lifecycle error, st *o
 	return nil
 }
 
-func (r *record) info(status Status) SessionInfo {
+func (r *record) info(status termapi.Status) SessionInfo {
 	return SessionInfo{ID: r.id, Name: r.name, Type: r.typ, PID: r.pid, Status: status, Motd: r.motd}
 }
 
@@ -202,8 +204,8 @@ func (r *record) info(status Status) SessionInfo {
 // mode they already run in is allowed. The fence belongs to the owner, so
 // it holds whatever happens to the backends.
 func (s *Service) SetSandboxMode(owner *host.Owner, mode string) error {
-	if mode != "" && !slices.Contains(SandboxModes, mode) {
-		return errorf(ErrInvalidSandboxMode, "sandbox mode must be one of %s; got %q", strings.Join(SandboxModes, ", "), mode)
+	if mode != "" && !slices.Contains(termapi.SandboxModes, mode) {
+		return errorf(termapi.ErrInvalidSandboxMode, "sandbox mode must be one of %s; got %q", strings.Join(termapi.SandboxModes, ", "), mode)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

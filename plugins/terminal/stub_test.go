@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"go.uber.org/goleak"
 
 	"github.com/dshdev/dsh/host"
@@ -21,16 +23,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // and records that too.
 type stubBackend struct {
 	typ   string
-	spawn func(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error)
+	spawn func(ctx context.Context, spec termapi.SpawnSpec) (termapi.Session, error)
 
 	mu       sync.Mutex
-	specs    []terminal.SpawnSpec
+	specs    []termapi.SpawnSpec
 	sessions []*stubSession
 }
 
 func (b *stubBackend) Type() string { return b.typ }
 
-func (b *stubBackend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error) {
+func (b *stubBackend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Session, error) {
 	b.mu.Lock()
 	b.specs = append(b.specs, spec)
 	b.mu.Unlock()
@@ -50,7 +52,7 @@ func (b *stubBackend) session(i int) *stubSession {
 	return b.sessions[i]
 }
 
-func (b *stubBackend) spec(i int) terminal.SpawnSpec {
+func (b *stubBackend) spec(i int) termapi.SpawnSpec {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.specs[i]
@@ -64,7 +66,7 @@ type gatedSpawn struct {
 }
 
 type spawnOutcome struct {
-	session terminal.Session
+	session termapi.Session
 	err     error
 }
 
@@ -72,7 +74,7 @@ func newGatedSpawn() *gatedSpawn {
 	return &gatedSpawn{started: make(chan context.Context, 1), release: make(chan spawnOutcome, 1)}
 }
 
-func (g *gatedSpawn) spawn(ctx context.Context, _ terminal.SpawnSpec) (terminal.Session, error) {
+func (g *gatedSpawn) spawn(ctx context.Context, _ termapi.SpawnSpec) (termapi.Session, error) {
 	g.started <- ctx
 	o := <-g.release
 	return o.session, o.err
@@ -86,7 +88,7 @@ type stubSession struct {
 	motd string
 
 	mu        sync.Mutex
-	status    terminal.Status
+	status    termapi.Status
 	reasons   []string
 	closeErr  error
 	closeGate chan struct{}
@@ -96,25 +98,25 @@ type stubSession struct {
 }
 
 func newStubSession() *stubSession {
-	return &stubSession{pid: 123, motd: "stub ready", status: terminal.Running}
+	return &stubSession{pid: 123, motd: "stub ready", status: termapi.Running}
 }
 
 func (s *stubSession) Motd() string { return s.motd }
 func (s *stubSession) PID() int     { return s.pid }
 
-func (s *stubSession) Status() terminal.Status {
+func (s *stubSession) Status() termapi.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status
 }
 
-func (s *stubSession) setStatus(st terminal.Status) {
+func (s *stubSession) setStatus(st termapi.Status) {
 	s.mu.Lock()
 	s.status = st
 	s.mu.Unlock()
 }
 
-func (s *stubSession) StartSend(context.Context, terminal.SendRequest) (terminal.Send, error) {
+func (s *stubSession) StartSend(context.Context, termapi.SendRequest) (termapi.Send, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.startErr != nil {
@@ -131,15 +133,15 @@ func (s *stubSession) lastSend() *stubSend {
 	return s.sends[len(s.sends)-1]
 }
 
-func (s *stubSession) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
+func (s *stubSession) Read(req termapi.ReadRequest) (termapi.ReadResult, error) {
 	s.mu.Lock()
 	s.reads++
 	s.mu.Unlock()
-	return terminal.ReadResult{Text: "0:0", TotalLines: 1, LineBegin: req.Offset, LineEnd: req.Offset + 1}, nil
+	return termapi.ReadResult{Text: "0:0", TotalLines: 1, LineBegin: req.Offset, LineEnd: req.Offset + 1}, nil
 }
 
-func (s *stubSession) Signal(context.Context, terminal.Signal) (terminal.SignalResult, error) {
-	return terminal.SignalResult{TargetPGID: 456}, nil
+func (s *stubSession) Signal(context.Context, termapi.Signal) (termapi.SignalResult, error) {
+	return termapi.SignalResult{TargetPGID: 456}, nil
 }
 
 func (s *stubSession) Close(ctx context.Context, reason string) error {
@@ -157,7 +159,7 @@ func (s *stubSession) Close(ctx context.Context, reason string) error {
 	if err != nil {
 		return err
 	}
-	s.setStatus(terminal.Status{Exited: true, ExitCode: -1, Signal: "SIGHUP"})
+	s.setStatus(termapi.Status{Exited: true, ExitCode: -1, Signal: "SIGHUP"})
 	return nil
 }
 
@@ -188,14 +190,14 @@ func (s *stubSession) closeReasons() []string {
 type stubSend struct {
 	settled chan struct{}
 	lines   chan string
-	result  terminal.SendResult
+	result  termapi.SendResult
 	err     error
 
 	mu      sync.Mutex
 	cancels int // Cancel calls before the send settled
 }
 
-func (s *stubSend) settle(res terminal.SendResult, err error) {
+func (s *stubSend) settle(res termapi.SendResult, err error) {
 	s.result, s.err = res, err
 	close(s.settled)
 }
@@ -216,12 +218,12 @@ func (s *stubSend) Output(ctx context.Context) (string, error) {
 	}
 }
 
-func (s *stubSend) Wait(ctx context.Context) (terminal.SendResult, error) {
+func (s *stubSend) Wait(ctx context.Context) (termapi.SendResult, error) {
 	select {
 	case <-s.settled:
 		return s.result, s.err
 	case <-ctx.Done():
-		return terminal.SendResult{}, ctx.Err()
+		return termapi.SendResult{}, ctx.Err()
 	}
 }
 
@@ -270,7 +272,7 @@ func newOwner(t *testing.T, h *host.Host, id string) *host.Owner {
 
 // newService returns a service with the backends registered; it is closed
 // when the test ends.
-func newService(t *testing.T, backends ...terminal.Backend) *terminal.Service {
+func newService(t *testing.T, backends ...termapi.Backend) *terminal.Service {
 	t.Helper()
 	svc := terminal.NewService()
 	for _, b := range backends {

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
 )
@@ -45,7 +47,7 @@ const (
 // previous one: SIGINT is what a person would press; a REPL catches it, a
 // pager or editor ignores it, SIGTERM ends those, SIGKILL ends anything. The
 // shell itself is never killed: the backend refuses SIGKILL to it.
-var interruptSignals = []terminal.Signal{terminal.SIGINT, terminal.SIGTERM, terminal.SIGKILL}
+var interruptSignals = []termapi.Signal{termapi.SIGINT, termapi.SIGTERM, termapi.SIGKILL}
 
 // interruptStep bounds how long one signal may take to bring the shell back.
 const interruptStep = 2 * time.Second
@@ -150,7 +152,7 @@ type run struct {
 	notices string
 	// live is the send started last, until drain has seen it settle: a
 	// deadline that ends a wait leaves it in flight.
-	live terminal.Send
+	live termapi.Send
 	// timedOut: the call is past its deadline and handling that.
 	timedOut bool
 	// held, when set, takes the output instead of out, keeping its last
@@ -178,11 +180,11 @@ func (r *run) execute(command string) (string, error) {
 	// outlives it is not cancelled (a SIGINT), because what happens to the
 	// command at the deadline is timeoutAction's to decide. Its own bound
 	// still ends it at the deadline.
-	send, err := r.terms().Exec(r.parent, r.owner(), r.st.shellID, terminal.ExecRequest{
+	send, err := r.terms().Exec(r.parent, r.owner(), r.st.shellID, termapi.ExecRequest{
 		Command: command, Stream: true, Timeout: r.remaining(0),
 	})
 	switch {
-	case (errors.Is(err, terminal.ErrSessionExited) || errors.Is(err, terminal.ErrShellBusy)) && r.retryable():
+	case (errors.Is(err, termapi.ErrSessionExited) || errors.Is(err, termapi.ErrShellBusy)) && r.retryable():
 		return r.rerun(command, err)
 	case err != nil:
 		return r.sendFailed(err)
@@ -195,19 +197,19 @@ func (r *run) execute(command string) (string, error) {
 			return r.stopped()
 		case err != nil:
 			return r.sendFailed(err)
-		case res.Exec != nil && res.Exec.State == terminal.ExecCompleted:
+		case res.Exec != nil && res.Exec.State == termapi.ExecCompleted:
 			return r.respond(), nil
-		case exited(res) && res.Exec != nil && res.Exec.State == terminal.ExecPending && r.retryable():
+		case exited(res) && res.Exec != nil && res.Exec.State == termapi.ExecPending && r.retryable():
 			// The shell died before it took the command (a background kill
 			// landed first): the command never ran.
-			return r.rerun(command, fmt.Errorf("%w (%s)", terminal.ErrSessionExited, res.Status))
+			return r.rerun(command, fmt.Errorf("%w (%s)", termapi.ErrSessionExited, res.Status))
 		case exited(res):
 			return r.shellExited(res.Status), nil
 		case res.Prompt:
 			// Back at the prompt without the command's end: its line was
 			// abandoned (something interrupted it, or it replaced the shell).
 			return r.respond(), nil
-		case res.Reason == terminal.WaitStdinRead:
+		case res.Reason == termapi.WaitStdinRead:
 			return r.interrupt()
 		}
 		// Silence or the backend's own bound, without proof of anything:
@@ -218,8 +220,8 @@ func (r *run) execute(command string) (string, error) {
 	}
 }
 
-func exited(res terminal.SendResult) bool {
-	return res.Reason == terminal.WaitSessionExit || res.Status.Exited
+func exited(res termapi.SendResult) bool {
+	return res.Reason == termapi.WaitSessionExit || res.Status.Exited
 }
 
 // retryable: this call has not yet replaced a dead or unusable shell.
@@ -230,13 +232,13 @@ func (r *run) retryable() bool { return !r.retried }
 // once in a fresh shell.
 func (r *run) rerun(command string, why error) (string, error) {
 	r.retried = true
-	status := terminal.Status{Exited: true, ExitCode: -1}
+	status := termapi.Status{Exited: true, ExitCode: -1}
 	for _, info := range r.terms().List(r.owner()) {
 		if info.ID == r.st.shellID && info.Status.Exited {
 			status = info.Status // the service's record says how it ended
 		}
 	}
-	if errors.Is(why, terminal.ErrShellBusy) {
+	if errors.Is(why, termapi.ErrShellBusy) {
 		r.reset(reasonUnusable)
 		r.prefix = append(r.prefix, unusableShell)
 	} else {
@@ -298,14 +300,14 @@ func (r *run) remaining(limit time.Duration) time.Duration {
 // startSend starts an empty send: a wait for the command's shell to settle
 // again. Its bound is the call's remaining time, or less when limit is
 // positive.
-func (r *run) startSend(limit time.Duration) (terminal.Send, error) {
+func (r *run) startSend(limit time.Duration) (termapi.Send, error) {
 	bound := r.remaining(limit)
 	if bound <= 0 {
 		// The deadline has passed; its timer fires at once.
 		<-r.ctx.Done()
 		return nil, context.Cause(r.ctx)
 	}
-	send, err := r.terms().StartSend(r.parent, r.owner(), r.st.shellID, terminal.SendRequest{Stream: true, Timeout: bound})
+	send, err := r.terms().StartSend(r.parent, r.owner(), r.st.shellID, termapi.SendRequest{Stream: true, Timeout: bound})
 	if err == nil {
 		r.live = send
 	}
@@ -322,14 +324,14 @@ func deadline(ctx context.Context) time.Time {
 
 // drain reads a send's output to the end, then its result, and takes what
 // the result says about the command.
-func (r *run) drain(send terminal.Send) (terminal.SendResult, error) {
+func (r *run) drain(send termapi.Send) (termapi.SendResult, error) {
 	for {
 		text, err := send.Output(r.ctx)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return terminal.SendResult{}, err
+			return termapi.SendResult{}, err
 		}
 		// A held line comes again, completed, at the start of text.
 		r.pending = ""
@@ -359,7 +361,7 @@ func (r *run) drain(send terminal.Send) (terminal.SendResult, error) {
 		if x.Continued {
 			r.prefix = append(r.prefix, continuedShell)
 		}
-		if x.State == terminal.ExecCompleted {
+		if x.State == termapi.ExecCompleted {
 			r.exit = x.ExitCode
 		}
 		r.notices = x.Notices
@@ -373,7 +375,7 @@ func (r *run) drain(send terminal.Send) (terminal.SendResult, error) {
 // waiting program.
 func (r *run) interrupt() (string, error) {
 	stats.stdinInterrupts.Add(1)
-	o, _, res, err := r.signalUntilPrompt(interruptSignals, func(terminal.Signal) time.Duration { return interruptStep })
+	o, _, res, err := r.signalUntilPrompt(interruptSignals, func(termapi.Signal) time.Duration { return interruptStep })
 	switch {
 	case r.ctx.Err() != nil:
 		return r.stopped()
@@ -422,7 +424,7 @@ func (r *run) result(parts ...string) string {
 }
 
 // shellExited renders a call whose shell died, and resets the owner.
-func (r *run) shellExited(status terminal.Status) string {
+func (r *run) shellExited(status termapi.Status) string {
 	if status.Signal == "" {
 		// An exiting interactive bash says "exit"; that is bash's chatter,
 		// and the marker line below says it better.
@@ -478,7 +480,7 @@ func (r *run) reset(reason string) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), killBound)
 	defer cancel()
-	if _, err := r.terms().Kill(ctx, r.owner(), id, reason); err != nil && !errors.Is(err, terminal.ErrNoSession) {
+	if _, err := r.terms().Kill(ctx, r.owner(), id, reason); err != nil && !errors.Is(err, termapi.ErrNoSession) {
 		r.p.logger.Warn("closing a bash shell failed", "owner", r.owner().ID(), "session", id, "reason", reason, "err", err)
 	}
 }
@@ -504,7 +506,7 @@ func (r *run) resetInBackground(reason string) {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.parent), killBound)
 		defer cancel()
-		if _, err := r.terms().Kill(ctx, owner, id, reason); err != nil && !errors.Is(err, terminal.ErrNoSession) {
+		if _, err := r.terms().Kill(ctx, owner, id, reason); err != nil && !errors.Is(err, termapi.ErrNoSession) {
 			r.p.logger.Warn("closing a bash shell failed", "owner", owner.ID(), "session", id, "reason", reason, "err", err)
 		}
 	}()
@@ -538,7 +540,7 @@ func (r *run) renderOutput() string {
 }
 
 // exitMarker describes how a shell ended.
-func exitMarker(s terminal.Status) string {
+func exitMarker(s termapi.Status) string {
 	switch {
 	case s.Signal != "":
 		return fmt.Sprintf("[shell killed by signal: %s]", s.Signal)

@@ -11,7 +11,7 @@
 // bound of its own, since a machine starting many shells queues them and
 // that wait is not the command's.
 //
-// The command goes to the backend's Exec (terminal.Executor), which runs it
+// The command goes to the backend's Exec (termapi.Executor), which runs it
 // as one command line of the shell and learns from the shell itself, out of
 // band, how it ended; nothing the command prints is taken for the end. The
 // call follows the terminal's output as the backend streams it, without

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/internal/private"
 	"github.com/dshdev/dsh/plugins/terminal"
@@ -168,7 +170,7 @@ func (p *plugin) close(ctx context.Context) error {
 	for _, st := range owners {
 		st.remove()
 		if st.shellID != "" {
-			if _, err := p.terms.Kill(ctx, st.owner, st.shellID, "tool-bash-persistent disposed"); err != nil && !errors.Is(err, terminal.ErrNoSession) {
+			if _, err := p.terms.Kill(ctx, st.owner, st.shellID, "tool-bash-persistent disposed"); err != nil && !errors.Is(err, termapi.ErrNoSession) {
 				errs = append(errs, fmt.Errorf("close shell of owner %q: %w", st.owner.ID(), err))
 			}
 			st.shellID = ""

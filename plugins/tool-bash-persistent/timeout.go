@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // The values of Config.TimeoutAction: what a call does with a command that
@@ -95,7 +95,7 @@ func (r *run) onTimeout() (string, error) {
 	var line string
 	if r.p.cfg.TimeoutAction == TimeoutBackground {
 		var (
-			gone *terminal.Status
+			gone *termapi.Status
 			err  error
 		)
 		switch line, gone, err = r.toBackground(); {
@@ -125,8 +125,8 @@ func (r *run) onTimeout() (string, error) {
 }
 
 // stepAfter is how long the shell gets to come back after sig.
-func stepAfter(sig terminal.Signal) time.Duration {
-	if sig == terminal.SIGKILL {
+func stepAfter(sig termapi.Signal) time.Duration {
+	if sig == termapi.SIGKILL {
 		return killStep
 	}
 	return timeoutStep
@@ -176,8 +176,8 @@ func (r *run) graceFailed(header string, err error) (string, error) {
 // result, or "" when the job did not stop (it ignores SIGTSTP, or the
 // shell itself is in the foreground): the caller interrupts it instead.
 // gone is set when the shell exited meanwhile.
-func (r *run) toBackground() (line string, gone *terminal.Status, err error) {
-	o, _, res, err := r.signalUntilPrompt([]terminal.Signal{terminal.SIGTSTP}, stepAfter)
+func (r *run) toBackground() (line string, gone *termapi.Status, err error) {
+	o, _, res, err := r.signalUntilPrompt([]termapi.Signal{termapi.SIGTSTP}, stepAfter)
 	switch {
 	case err != nil:
 		return "", nil, err
@@ -227,9 +227,9 @@ var jobReport = regexp.MustCompile(`(?ms)^\[(\d+)\][+-]? .*? &$\n?`)
 
 // signalReports are the lines bash prints when a foreground job dies of a
 // signal (SIGINT gets an empty line).
-var signalReports = map[terminal.Signal]string{
-	terminal.SIGTERM: "Terminated",
-	terminal.SIGKILL: "Killed",
+var signalReports = map[termapi.Signal]string{
+	termapi.SIGTERM: "Terminated",
+	termapi.SIGKILL: "Killed",
 }
 
 // dropReport removes bash's report line from the end of lines (the last
@@ -337,7 +337,7 @@ func dropJobNotice(notices string, job int) string {
 // caller to sort out. Background output from before it goes to the
 // command's output, which it follows.
 func (r *run) quietExec(command string) (string, error) {
-	send, err := r.terms().Exec(r.parent, r.owner(), r.st.shellID, terminal.ExecRequest{
+	send, err := r.terms().Exec(r.parent, r.owner(), r.st.shellID, termapi.ExecRequest{
 		Command: command, Stream: true, Timeout: r.remaining(killStep),
 	})
 	if err != nil {
@@ -367,7 +367,7 @@ func (r *run) quietExec(command string) (string, error) {
 		r.notices += x.Notices
 	}
 	if exited(res) {
-		return "", fmt.Errorf("%w (%s)", terminal.ErrSessionExited, res.Status)
+		return "", fmt.Errorf("%w (%s)", termapi.ErrSessionExited, res.Status)
 	}
 	b.WriteString(res.Viewport[strings.LastIndexByte(res.Viewport, '\n')+1:])
 	return b.String(), nil
@@ -387,17 +387,17 @@ const (
 // It returns the signal that brought it back. A signal the backend refuses
 // (SIGKILL while the shell itself is in the foreground) ends it as notBack.
 // An error is a failed send or the end of the call's context.
-func (r *run) signalUntilPrompt(sigs []terminal.Signal, step func(terminal.Signal) time.Duration) (outcome, terminal.Signal, terminal.SendResult, error) {
+func (r *run) signalUntilPrompt(sigs []termapi.Signal, step func(termapi.Signal) time.Duration) (outcome, termapi.Signal, termapi.SendResult, error) {
 	for _, sig := range sigs {
 		if _, err := r.terms().Signal(r.ctx, r.owner(), r.st.shellID, sig); err != nil {
 			if r.ctx.Err() != nil {
-				return notBack, sig, terminal.SendResult{}, context.Cause(r.ctx)
+				return notBack, sig, termapi.SendResult{}, context.Cause(r.ctx)
 			}
-			return notBack, sig, terminal.SendResult{}, nil
+			return notBack, sig, termapi.SendResult{}, nil
 		}
 		send, err := r.startSend(step(sig))
 		if err != nil {
-			return notBack, sig, terminal.SendResult{}, err
+			return notBack, sig, termapi.SendResult{}, err
 		}
 		res, err := r.drain(send)
 		switch {
@@ -409,5 +409,5 @@ func (r *run) signalUntilPrompt(sigs []terminal.Signal, step func(terminal.Signa
 			return backAtPrompt, sig, res, nil
 		}
 	}
-	return notBack, "", terminal.SendResult{}, nil
+	return notBack, "", termapi.SendResult{}, nil
 }

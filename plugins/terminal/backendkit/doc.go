@@ -1,5 +1,5 @@
 // Package backendkit holds the parts of a terminal backend that do not
-// depend on how the shell is reached: the state behind a terminal.Send
+// depend on how the shell is reached: the state behind a termapi.Send
 // (Send), paging of the scrollback (ReadPage), the set of live sessions
 // that a backend's Close ends (Sessions), and names derived from session
 // ids (SafeName).

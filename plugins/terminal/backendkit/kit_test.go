@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 func TestSafeName(t *testing.T) {
@@ -70,7 +70,7 @@ func TestSessions(t *testing.T) {
 	<-late.closed
 	late.err = errors.New("kill failed")
 	err := Refuse(context.Background(), late, time.Second, errDown)
-	var ce *terminal.CleanupError
+	var ce *termapi.CleanupError
 	if !errors.As(err, &ce) || !errors.Is(err, errDown) {
 		t.Fatalf("Refuse of a session that does not close = %v, want a CleanupError carrying %v", err, errDown)
 	}

@@ -5,7 +5,8 @@ import (
 	"io"
 	"sync"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
 
@@ -21,7 +22,7 @@ type Send struct {
 	// Out holds the committed lines the caller has not pulled yet.
 	Out     screen.Pending
 	settled bool
-	result  terminal.SendResult
+	result  termapi.SendResult
 	done    chan struct{} // closed when the send settles
 	more    chan struct{} // capacity 1: wakes an Output call
 	// stopWatch detaches the hook that cancels the send with its context.
@@ -42,7 +43,7 @@ func (k *Send) Init(mu *sync.Mutex, resume chan<- struct{}, maxPending int, stre
 // Output returns the complete lines rendered since the previous call,
 // blocking until there are some, the send settles, or ctx ends. After the
 // send has settled it returns what is still pending (the lines the settled
-// viewport starts with), then io.EOF. See terminal.Send.
+// viewport starts with), then io.EOF. See termapi.Send.
 func (k *Send) Output(ctx context.Context) (string, error) {
 	for {
 		k.mu.Lock()
@@ -73,12 +74,12 @@ func (k *Send) Output(ctx context.Context) (string, error) {
 }
 
 // Wait blocks until the send settles or ctx ends; ctx ending does not
-// affect the send. See terminal.Send.
-func (k *Send) Wait(ctx context.Context) (terminal.SendResult, error) {
+// affect the send. See termapi.Send.
+func (k *Send) Wait(ctx context.Context) (termapi.SendResult, error) {
 	select {
 	case <-k.done:
 	case <-ctx.Done():
-		return terminal.SendResult{}, context.Cause(ctx)
+		return termapi.SendResult{}, context.Cause(ctx)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -104,7 +105,7 @@ func (k *Send) Settled() bool { return k.settled }
 func (k *Send) Done() <-chan struct{} { return k.done }
 
 // Result is what the send settled with; the zero SendResult before it has.
-func (k *Send) Result() terminal.SendResult { return k.result }
+func (k *Send) Result() termapi.SendResult { return k.result }
 
 // Viewport is the pending lines plus the line being written (partial), cut
 // to the newest limit bytes, and whether output was lost on the way:
@@ -128,7 +129,7 @@ func (k *Send) Watch(ctx context.Context, cancel func()) {
 // Settle ends the send with res: Wait returns it, Output returns what is
 // still pending and then io.EOF, and the context no longer cancels it. It
 // reports false, and changes nothing, when the send had already settled.
-func (k *Send) Settle(res terminal.SendResult) bool {
+func (k *Send) Settle(res termapi.SendResult) bool {
 	if k.settled {
 		return false
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 func newTestSend(stream bool) (*Send, *sync.Mutex, chan struct{}) {
@@ -44,8 +44,8 @@ func TestSendOutputThenSettle(t *testing.T) {
 
 	mu.Lock()
 	k.Deliver([]byte("two\n"))
-	res := terminal.SendResult{Reason: terminal.WaitStdinRead, Viewport: "two\n"}
-	if !k.Settle(res) || k.Settle(terminal.SendResult{Reason: terminal.WaitTimeout}) {
+	res := termapi.SendResult{Reason: termapi.WaitStdinRead, Viewport: "two\n"}
+	if !k.Settle(res) || k.Settle(termapi.SendResult{Reason: termapi.WaitTimeout}) {
 		t.Fatal("Settle: the first call must settle and the second must not")
 	}
 	mu.Unlock()
@@ -55,7 +55,7 @@ func TestSendOutputThenSettle(t *testing.T) {
 	if _, err := k.Output(ctx); err != io.EOF {
 		t.Fatalf("Output when drained = %v, want io.EOF", err)
 	}
-	if r, err := k.Wait(ctx); err != nil || r.Reason != terminal.WaitStdinRead {
+	if r, err := k.Wait(ctx); err != nil || r.Reason != termapi.WaitStdinRead {
 		t.Fatalf("Wait = %+v, %v; want the first result", r, err)
 	}
 	select {
@@ -86,7 +86,7 @@ func TestSendWatch(t *testing.T) {
 	defer cancel()
 	mu.Lock()
 	k.Watch(ctx, func() { t.Error("a settled send was cancelled") })
-	k.Settle(terminal.SendResult{})
+	k.Settle(termapi.SendResult{})
 	mu.Unlock()
 	cancel()
 }

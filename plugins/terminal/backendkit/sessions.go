@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Closer is a session as Sessions keeps it.
@@ -50,12 +50,12 @@ func (r *Sessions[S]) Add(s S) bool {
 
 // Refuse closes s, a session Add refused, within budget, and returns
 // errClosed, the backend's error for a spawn after shutdown; a
-// *terminal.CleanupError carries it when the close fails too.
+// *termapi.CleanupError carries it when the close fails too.
 func Refuse[S Closer](ctx context.Context, s S, budget time.Duration, errClosed error) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
 	if err := s.Close(cctx, "backend closed"); err != nil {
-		return &terminal.CleanupError{StartErr: errClosed, CleanupErr: err}
+		return &termapi.CleanupError{StartErr: errClosed, CleanupErr: err}
 	}
 	return errClosed
 }

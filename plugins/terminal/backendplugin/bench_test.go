@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
@@ -16,23 +17,23 @@ import (
 //
 //	go test -run '^$' -bench ExecTrue -benchtime 2000x ./plugins/terminal/backendplugin/
 //	go test -run '^$' -bench Seq -benchtime 20x ./plugins/terminal/backendplugin/
-func benchBackends(b *testing.B) map[string]terminal.Backend {
+func benchBackends(b *testing.B) map[string]termapi.Backend {
 	in, err := terminalbash.NewBackend(terminalbash.DefaultConfig(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { in.Close(context.Background()) })
-	return map[string]terminal.Backend{"inprocess": in, "plugin": open(b, "{}")}
+	return map[string]termapi.Backend{"inprocess": in, "plugin": open(b, "{}")}
 }
 
-func benchSession(b *testing.B, backend terminal.Backend) terminal.Executor {
+func benchSession(b *testing.B, backend termapi.Backend) termapi.Executor {
 	ctx := context.Background()
-	s, err := backend.Spawn(ctx, terminal.SpawnSpec{SessionID: "bench", OwnerID: "bench", Cwd: b.TempDir()})
+	s, err := backend.Spawn(ctx, termapi.SpawnSpec{SessionID: "bench", OwnerID: "bench", Cwd: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close(context.Background(), "bench over") })
-	return s.(terminal.Executor)
+	return s.(termapi.Executor)
 }
 
 // BenchmarkExecTrue is the per-call cost: Exec of `true` until it settles

@@ -12,10 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
 )
 
@@ -30,7 +31,7 @@ var ErrClosed = errors.New("backendplugin: the backend is closed")
 // Configure call.
 const startTimeout = 30 * time.Second
 
-// callTimeout bounds the calls whose terminal.Session method takes no
+// callTimeout bounds the calls whose termapi.Session method takes no
 // context (Status, Read).
 const callTimeout = 30 * time.Second
 
@@ -42,7 +43,7 @@ type Options struct {
 }
 
 // Client is an external backend: a plugin executable, started and
-// configured, seen as a terminal.Backend. If the process dies, its
+// configured, seen as a termapi.Backend. If the process dies, its
 // sessions exit and the next Spawn starts a fresh process with the same
 // config. Close stops it.
 type Client struct {
@@ -213,7 +214,7 @@ func (c *Client) live(ctx context.Context) (*process, error) {
 
 // Spawn starts a session in the plugin. If the process turns out to be
 // gone, Spawn starts a fresh one and tries once more.
-func (c *Client) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error) {
+func (c *Client) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Session, error) {
 	req := &backendpb.SpawnRequest{
 		SessionId: spec.SessionID,
 		OwnerId:   spec.OwnerID,
@@ -274,4 +275,4 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 }
 
-var _ terminal.Backend = (*Client)(nil)
+var _ termapi.Backend = (*Client)(nil)

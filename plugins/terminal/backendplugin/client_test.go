@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"golang.org/x/sys/unix"
 
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 )
 
@@ -82,11 +83,11 @@ func pidGone(t *testing.T, pid int) {
 	}
 }
 
-func execIn(t *testing.T, s terminal.Session, command string) terminal.SendResult {
+func execIn(t *testing.T, s termapi.Session, command string) termapi.SendResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	sn, err := s.(terminal.Executor).Exec(ctx, terminal.ExecRequest{Command: command})
+	sn, err := s.(termapi.Executor).Exec(ctx, termapi.ExecRequest{Command: command})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,15 +105,15 @@ func TestPluginKilledMidCommand(t *testing.T) {
 	c := open(t, "{}")
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	s, err := c.Spawn(ctx, terminal.SpawnSpec{SessionID: "s1", OwnerID: "o"})
+	s, err := c.Spawn(ctx, termapi.SpawnSpec{SessionID: "s1", OwnerID: "o"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := execIn(t, s, "export KEEP=1"); res.Exec == nil || res.Exec.State != terminal.ExecCompleted {
+	if res := execIn(t, s, "export KEEP=1"); res.Exec == nil || res.Exec.State != termapi.ExecCompleted {
 		t.Fatalf("export: %+v", res)
 	}
 	shell := s.PID()
-	sn, err := s.(terminal.Executor).Exec(ctx, terminal.ExecRequest{Command: "sleep 100"})
+	sn, err := s.(termapi.Executor).Exec(ctx, termapi.ExecRequest{Command: "sleep 100"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,13 +125,13 @@ func TestPluginKilledMidCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Reason != terminal.WaitSessionExit || !res.Status.Exited {
+	if res.Reason != termapi.WaitSessionExit || !res.Status.Exited {
 		t.Fatalf("send settled %s with %v, want a session exit", res.Reason, res.Status)
 	}
 	if st := s.Status(); !st.Exited {
 		t.Errorf("status after the plugin died: %v", st)
 	}
-	if _, err := s.(terminal.Executor).Exec(ctx, terminal.ExecRequest{Command: "true"}); !errors.Is(err, terminal.ErrSessionExited) {
+	if _, err := s.(termapi.Executor).Exec(ctx, termapi.ExecRequest{Command: "true"}); !errors.Is(err, termapi.ErrSessionExited) {
 		t.Errorf("Exec on the dead session: %v, want ErrSessionExited", err)
 	}
 	if err := s.Close(ctx, "test"); err != nil {
@@ -138,7 +139,7 @@ func TestPluginKilledMidCommand(t *testing.T) {
 	}
 	pidGone(t, shell)
 
-	s2, err := c.Spawn(ctx, terminal.SpawnSpec{SessionID: "s2", OwnerID: "o"})
+	s2, err := c.Spawn(ctx, termapi.SpawnSpec{SessionID: "s2", OwnerID: "o"})
 	if err != nil {
 		t.Fatalf("spawn after the plugin died: %v", err)
 	}
@@ -162,7 +163,7 @@ func TestCloseStopsThePlugin(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	s, err := c.Spawn(ctx, terminal.SpawnSpec{SessionID: "s1", OwnerID: "o"})
+	s, err := c.Spawn(ctx, termapi.SpawnSpec{SessionID: "s1", OwnerID: "o"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestCloseStopsThePlugin(t *testing.T) {
 	}
 	pidGone(t, plugin)
 	pidGone(t, shell)
-	if _, err := c.Spawn(ctx, terminal.SpawnSpec{SessionID: "s2", OwnerID: "o"}); !errors.Is(err, backendplugin.ErrClosed) {
+	if _, err := c.Spawn(ctx, termapi.SpawnSpec{SessionID: "s2", OwnerID: "o"}); !errors.Is(err, backendplugin.ErrClosed) {
 		t.Errorf("spawn after close: %v, want ErrClosed", err)
 	}
 	if err := c.Close(ctx); err != nil {
@@ -185,29 +186,29 @@ func TestSentinelErrors(t *testing.T) {
 	c := open(t, "{}")
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	s, err := c.Spawn(ctx, terminal.SpawnSpec{SessionID: "s1", OwnerID: "o"})
+	s, err := c.Spawn(ctx, termapi.SpawnSpec{SessionID: "s1", OwnerID: "o"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx, "test")
-	if _, err := s.Signal(ctx, terminal.SIGKILL); !errors.Is(err, terminal.ErrRefuseKillShell) {
+	if _, err := s.Signal(ctx, termapi.SIGKILL); !errors.Is(err, termapi.ErrRefuseKillShell) {
 		t.Errorf("SIGKILL of the shell: %v, want ErrRefuseKillShell", err)
 	}
-	if _, err := s.Signal(ctx, "SIGUSR1"); !errors.Is(err, terminal.ErrUnsupportedSignal) {
+	if _, err := s.Signal(ctx, "SIGUSR1"); !errors.Is(err, termapi.ErrUnsupportedSignal) {
 		t.Errorf("SIGUSR1: %v, want ErrUnsupportedSignal", err)
 	}
-	sn, err := s.(terminal.Executor).Exec(ctx, terminal.ExecRequest{Command: "sleep 100"})
+	sn, err := s.(termapi.Executor).Exec(ctx, termapi.ExecRequest{Command: "sleep 100"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.StartSend(ctx, terminal.SendRequest{Text: "x"}); !errors.Is(err, terminal.ErrSendActive) {
+	if _, err := s.StartSend(ctx, termapi.SendRequest{Text: "x"}); !errors.Is(err, termapi.ErrSendActive) {
 		t.Errorf("second send: %v, want ErrSendActive", err)
 	}
 	sn.Cancel()
 	if _, err := sn.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Spawn(ctx, terminal.SpawnSpec{SessionID: "s1", OwnerID: "o"}); err == nil {
+	if _, err := c.Spawn(ctx, termapi.SpawnSpec{SessionID: "s1", OwnerID: "o"}); err == nil {
 		t.Error("a second session with the same id was spawned")
 	}
 }
@@ -245,20 +246,20 @@ func TestSandboxModeCrosses(t *testing.T) {
 	c := open(t, "{}")
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	s, err := c.Spawn(ctx, terminal.SpawnSpec{SessionID: "s1", OwnerID: "o", Cwd: t.TempDir(), Sandbox: terminal.SandboxReadOnly})
+	s, err := c.Spawn(ctx, termapi.SpawnSpec{SessionID: "s1", OwnerID: "o", Cwd: t.TempDir(), Sandbox: termapi.SandboxReadOnly})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx, "test")
-	if got := terminal.SandboxModeOf(s); got != terminal.SandboxReadOnly {
+	if got := termapi.SandboxModeOf(s); got != termapi.SandboxReadOnly {
 		t.Errorf("SandboxModeOf = %q, want read-only", got)
 	}
-	plain, err := c.Spawn(ctx, terminal.SpawnSpec{SessionID: "s2", OwnerID: "o"})
+	plain, err := c.Spawn(ctx, termapi.SpawnSpec{SessionID: "s2", OwnerID: "o"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer plain.Close(ctx, "test")
-	if got := terminal.SandboxModeOf(plain); got != terminal.SandboxFullAccess {
+	if got := termapi.SandboxModeOf(plain); got != termapi.SandboxFullAccess {
 		t.Errorf("SandboxModeOf = %q, want danger-full-access", got)
 	}
 }

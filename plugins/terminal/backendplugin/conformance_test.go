@@ -4,7 +4,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
@@ -12,7 +13,7 @@ import (
 // what passes in process passes through the plugin protocol.
 func TestConformance(t *testing.T) {
 	terminaltest.CheckGoroutines(t)
-	terminaltest.TestBackend(t, func(t *testing.T) terminal.Backend {
+	terminaltest.TestBackend(t, func(t *testing.T) termapi.Backend {
 		return open(t, `{"idleSilenceMs": 600000, "disposeGraceMs": 500}`)
 	}, terminaltest.Options{
 		EchoCommand:     func(text string) string { return "printf '%s\\n' " + strconv.Quote(text) },

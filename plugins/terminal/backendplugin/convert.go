@@ -1,22 +1,22 @@
 package backendplugin
 
 import (
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
-func statusToPB(s terminal.Status) *backendpb.SessionStatus {
+func statusToPB(s termapi.Status) *backendpb.SessionStatus {
 	return &backendpb.SessionStatus{Exited: s.Exited, ExitCode: int32(s.ExitCode), Signal: s.Signal}
 }
 
-func statusFromPB(s *backendpb.SessionStatus) terminal.Status {
+func statusFromPB(s *backendpb.SessionStatus) termapi.Status {
 	if s == nil {
-		return terminal.Running
+		return termapi.Running
 	}
-	return terminal.Status{Exited: s.Exited, ExitCode: int(s.ExitCode), Signal: s.Signal}
+	return termapi.Status{Exited: s.Exited, ExitCode: int(s.ExitCode), Signal: s.Signal}
 }
 
-func resultToPB(r terminal.SendResult) *backendpb.Result {
+func resultToPB(r termapi.SendResult) *backendpb.Result {
 	out := &backendpb.Result{
 		Reason:    string(r.Reason),
 		Viewport:  []byte(r.Viewport),
@@ -37,17 +37,17 @@ func resultToPB(r terminal.SendResult) *backendpb.Result {
 	return out
 }
 
-func resultFromPB(r *backendpb.Result) terminal.SendResult {
-	out := terminal.SendResult{
-		Reason:    terminal.WaitReason(r.GetReason()),
+func resultFromPB(r *backendpb.Result) termapi.SendResult {
+	out := termapi.SendResult{
+		Reason:    termapi.WaitReason(r.GetReason()),
 		Viewport:  string(r.GetViewport()),
 		Status:    statusFromPB(r.GetStatus()),
 		Truncated: r.GetTruncated(),
 		Prompt:    r.GetPrompt(),
 	}
 	if e := r.GetExec(); e != nil {
-		out.Exec = &terminal.ExecResult{
-			State:               terminal.ExecState(e.State),
+		out.Exec = &termapi.ExecResult{
+			State:               termapi.ExecState(e.State),
 			ExitCode:            int(e.ExitCode),
 			Notices:             string(e.Notices),
 			Background:          string(e.Background),

@@ -1,17 +1,17 @@
 // Package backendplugin is the SDK for terminal backends that run as their
 // own executables: written by anyone, in their own module, and loaded by a
 // deployment entry whose name is the executable's path. It carries the
-// whole terminal.Backend contract (spawn, sends with streamed output and
+// whole termapi.Backend contract (spawn, sends with streamed output and
 // readiness, Exec, read, signal, status, close) over hashicorp/go-plugin
 // with gRPC and automatic mutual TLS.
 //
 // # Writing a backend
 //
-// Implement terminal.Backend (and terminal.Executor on its sessions, for
+// Implement termapi.Backend (and termapi.Executor on its sessions, for
 // the bash tool), check it with the terminaltest kit, and serve it:
 //
 //	func main() {
-//		backendplugin.Serve(func(ctx context.Context, config json.RawMessage) (terminal.Backend, error) {
+//		backendplugin.Serve(func(ctx context.Context, config json.RawMessage) (termapi.Backend, error) {
 //			cfg, err := decode(config) // strictly: an unknown key is a typo
 //			if err != nil {
 //				return nil, err
@@ -32,7 +32,7 @@
 // entry's config as JSON. A plugin that fails its handshake, crashes at
 // start, speaks another protocol version or rejects its config fails Open
 // with that cause and the end of its stderr, and is killed. The Client it
-// returns is a terminal.Backend like any other; its sessions are
+// returns is a termapi.Backend like any other; its sessions are
 // terminal.Executors when the plugin's are.
 //
 // # The protocol
@@ -47,8 +47,8 @@
 // trip per chunk, and a caller that falls behind holds the terminal back
 // as it does in process); Cancel rides on the same stream; once the send
 // settles, its result, the rest of its output and the end. The errors
-// callers branch on (terminal.ErrSendActive, ErrShellBusy, ErrRefuseKillShell
-// and the rest, and *terminal.CleanupError) travel as status details and
+// callers branch on (termapi.ErrSendActive, ErrShellBusy, ErrRefuseKillShell
+// and the rest, and *termapi.CleanupError) travel as status details and
 // match errors.Is on the host as they did in the plugin.
 //
 // # Processes

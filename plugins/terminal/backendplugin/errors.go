@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -15,15 +17,15 @@ import (
 // sentinels are the terminal errors callers branch on, by the name they
 // travel under.
 var sentinels = map[string]error{
-	"no_session":         terminal.ErrNoSession,
-	"send_active":        terminal.ErrSendActive,
-	"session_closing":    terminal.ErrSessionClosing,
-	"session_exited":     terminal.ErrSessionExited,
-	"unsupported_signal": terminal.ErrUnsupportedSignal,
-	"no_foreground":      terminal.ErrNoForeground,
-	"refuse_kill_shell":  terminal.ErrRefuseKillShell,
+	"no_session":         termapi.ErrNoSession,
+	"send_active":        termapi.ErrSendActive,
+	"session_closing":    termapi.ErrSessionClosing,
+	"session_exited":     termapi.ErrSessionExited,
+	"unsupported_signal": termapi.ErrUnsupportedSignal,
+	"no_foreground":      termapi.ErrNoForeground,
+	"refuse_kill_shell":  termapi.ErrRefuseKillShell,
 	"exec_unsupported":   terminal.ErrExecUnsupported,
-	"shell_busy":         terminal.ErrShellBusy,
+	"shell_busy":         termapi.ErrShellBusy,
 }
 
 // ErrNotConfigured is the answer of a plugin asked to spawn before the
@@ -32,7 +34,7 @@ var ErrNotConfigured = errors.New("backendplugin: the backend is not configured"
 
 // toStatus turns an error of the backend into a gRPC status that keeps what
 // callers branch on: the sentinel it matches, the two halves of a
-// *terminal.CleanupError, context errors as their codes.
+// *termapi.CleanupError, context errors as their codes.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
@@ -53,7 +55,7 @@ func toStatus(err error) error {
 			break
 		}
 	}
-	var cleanup *terminal.CleanupError
+	var cleanup *termapi.CleanupError
 	if errors.As(err, &cleanup) {
 		detail.StartError = cleanup.StartErr.Error()
 		detail.CleanupError = cleanup.CleanupErr.Error()
@@ -103,7 +105,7 @@ func fromStatus(op string, err error) error {
 			continue
 		}
 		if detail.StartError != "" {
-			return &terminal.CleanupError{StartErr: errors.New(detail.StartError), CleanupErr: errors.New(detail.CleanupError)}
+			return &termapi.CleanupError{StartErr: errors.New(detail.StartError), CleanupErr: errors.New(detail.CleanupError)}
 		}
 		if kind, ok := sentinels[detail.Sentinel]; ok {
 			return &remoteError{msg: st.Message(), kind: kind}

@@ -8,9 +8,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"go.uber.org/goleak"
 
-	"github.com/dshdev/dsh/plugins/terminal"
 	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 )
@@ -52,7 +53,7 @@ func runHost() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	s, err := c.Spawn(ctx, terminal.SpawnSpec{SessionID: "s1", OwnerID: "o"})
+	s, err := c.Spawn(ctx, termapi.SpawnSpec{SessionID: "s1", OwnerID: "o"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -62,7 +63,7 @@ func runHost() int {
 }
 
 // newBashBackend is what cmd/dsh-backend-bash serves.
-func newBashBackend(_ context.Context, raw json.RawMessage) (terminal.Backend, error) {
+func newBashBackend(_ context.Context, raw json.RawMessage) (termapi.Backend, error) {
 	cfg, err := terminalbash.ConfigFromJSON(raw)
 	if err != nil {
 		return nil, err

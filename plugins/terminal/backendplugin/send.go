@@ -8,9 +8,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"google.golang.org/grpc"
 
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
 	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
@@ -32,7 +33,7 @@ type send struct {
 	chunks  []string // output received, not yet returned by Output
 	pulling bool     // a Pull is on its way
 	eof     bool     // no more output will come
-	result  terminal.SendResult
+	result  termapi.SendResult
 	done    bool          // result holds how the send settled
 	more    chan struct{} // wakes Output
 	settled chan struct{} // closed once done
@@ -101,7 +102,7 @@ func (sn *send) receive() {
 // settleLocked records how the send settled. The viewport is the plugin's
 // plus what arrived here and Output has not returned, which the plugin
 // counts as returned.
-func (sn *send) settleLocked(res terminal.SendResult) {
+func (sn *send) settleLocked(res termapi.SendResult) {
 	if sn.done {
 		return
 	}
@@ -139,10 +140,10 @@ func (sn *send) broken(err error) {
 
 // lostResult is how a send ends when its plugin is out of reach. An Exec's
 // command counts as started: it may have run, and must not be run again.
-func (sn *send) lostResult() terminal.SendResult {
-	res := terminal.SendResult{Reason: terminal.WaitSessionExit, Status: pluginGone}
+func (sn *send) lostResult() termapi.SendResult {
+	res := termapi.SendResult{Reason: termapi.WaitSessionExit, Status: pluginGone}
 	if sn.exec {
-		res.Exec = &terminal.ExecResult{State: terminal.ExecRunning, ExitCode: -1}
+		res.Exec = &termapi.ExecResult{State: termapi.ExecRunning, ExitCode: -1}
 	}
 	return res
 }
@@ -181,11 +182,11 @@ func (sn *send) Output(ctx context.Context) (string, error) {
 	}
 }
 
-func (sn *send) Wait(ctx context.Context) (terminal.SendResult, error) {
+func (sn *send) Wait(ctx context.Context) (termapi.SendResult, error) {
 	select {
 	case <-sn.settled:
 	case <-ctx.Done():
-		return terminal.SendResult{}, context.Cause(ctx)
+		return termapi.SendResult{}, context.Cause(ctx)
 	}
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
@@ -203,4 +204,4 @@ func (sn *send) Cancel() bool {
 	return true
 }
 
-var _ terminal.Send = (*send)(nil)
+var _ termapi.Send = (*send)(nil)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"google.golang.org/grpc"
 
 	"github.com/dshdev/dsh/plugins/terminal"
@@ -18,7 +20,7 @@ import (
 // JSON object ("{}" when the entry has none). Decode it strictly: an
 // unknown key is the user's typo. The error is shown to the user as the
 // cause of a failed load.
-type NewBackend func(ctx context.Context, config json.RawMessage) (terminal.Backend, error)
+type NewBackend func(ctx context.Context, config json.RawMessage) (termapi.Backend, error)
 
 // closer is implemented by backends that hold resources of their own
 // beyond their sessions.
@@ -36,13 +38,13 @@ type server struct {
 	newBackend NewBackend
 
 	mu       sync.Mutex
-	backend  terminal.Backend
-	sessions map[string]terminal.Session
+	backend  termapi.Backend
+	sessions map[string]termapi.Session
 	stopped  bool
 }
 
 func newServer(nb NewBackend) *server {
-	return &server{newBackend: nb, sessions: make(map[string]terminal.Session)}
+	return &server{newBackend: nb, sessions: make(map[string]termapi.Session)}
 }
 
 func (s *server) Configure(ctx context.Context, req *backendpb.ConfigureRequest) (*backendpb.ConfigureResponse, error) {
@@ -75,11 +77,11 @@ func (s *server) Spawn(ctx context.Context, req *backendpb.SpawnRequest) (*backe
 	case b == nil:
 		return nil, toStatus(ErrNotConfigured)
 	case stopped:
-		return nil, toStatus(terminal.ErrSessionClosing)
+		return nil, toStatus(termapi.ErrSessionClosing)
 	case req.GetSessionId() == "" || taken:
 		return nil, toStatus(errors.New("backendplugin: spawn needs a session id of its own"))
 	}
-	sess, err := b.Spawn(ctx, terminal.SpawnSpec{
+	sess, err := b.Spawn(ctx, termapi.SpawnSpec{
 		SessionID: req.GetSessionId(),
 		OwnerID:   req.GetOwnerId(),
 		Cwd:       req.GetCwd(),
@@ -95,21 +97,21 @@ func (s *server) Spawn(ctx context.Context, req *backendpb.SpawnRequest) (*backe
 		closeCtx, cancel := context.WithTimeout(context.Background(), closeGrace)
 		defer cancel()
 		_ = sess.Close(closeCtx, "backend plugin stopping")
-		return nil, toStatus(terminal.ErrSessionClosing)
+		return nil, toStatus(termapi.ErrSessionClosing)
 	}
 	s.sessions[req.GetSessionId()] = sess
 	s.mu.Unlock()
-	_, executor := sess.(terminal.Executor)
-	return &backendpb.SpawnResponse{Motd: []byte(sess.Motd()), Pid: int64(sess.PID()), Executor: executor, SandboxMode: terminal.SandboxModeOf(sess)}, nil
+	_, executor := sess.(termapi.Executor)
+	return &backendpb.SpawnResponse{Motd: []byte(sess.Motd()), Pid: int64(sess.PID()), Executor: executor, SandboxMode: termapi.SandboxModeOf(sess)}, nil
 }
 
 // session looks up a live session by id.
-func (s *server) session(id string) (terminal.Session, error) {
+func (s *server) session(id string) (termapi.Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess, ok := s.sessions[id]
 	if !ok {
-		return nil, terminal.ErrNoSession
+		return nil, termapi.ErrNoSession
 	}
 	return sess, nil
 }
@@ -127,7 +129,7 @@ func (s *server) Read(_ context.Context, req *backendpb.ReadRequest) (*backendpb
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	page, err := sess.Read(terminal.ReadRequest{Offset: int(req.GetOffset()), Count: int(req.GetCount())})
+	page, err := sess.Read(termapi.ReadRequest{Offset: int(req.GetOffset()), Count: int(req.GetCount())})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -145,7 +147,7 @@ func (s *server) Signal(ctx context.Context, req *backendpb.SignalRequest) (*bac
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	res, err := sess.Signal(ctx, terminal.Signal(req.GetSignal()))
+	res, err := sess.Signal(ctx, termapi.Signal(req.GetSignal()))
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -156,7 +158,7 @@ func (s *server) Signal(ctx context.Context, req *backendpb.SignalRequest) (*bac
 // fails keeps it, so that the host can retry.
 func (s *server) Close(ctx context.Context, req *backendpb.CloseRequest) (*backendpb.CloseResponse, error) {
 	sess, err := s.session(req.GetSessionId())
-	if errors.Is(err, terminal.ErrNoSession) {
+	if errors.Is(err, termapi.ErrNoSession) {
 		return &backendpb.CloseResponse{}, nil // closed already: Close is idempotent
 	}
 	if err := sess.Close(ctx, req.GetReason()); err != nil {
@@ -186,16 +188,16 @@ func (s *server) Send(stream grpc.BidiStreamingServer[backendpb.SendControl, bac
 	}
 	// The send is bound to the stream: a host that goes away cancels it.
 	ctx := stream.Context()
-	var sn terminal.Send
+	var sn termapi.Send
 	timeout := time.Duration(start.GetTimeoutNs())
 	if start.GetExec() {
-		ex, ok := sess.(terminal.Executor)
+		ex, ok := sess.(termapi.Executor)
 		if !ok {
 			return toStatus(terminal.ErrExecUnsupported)
 		}
-		sn, err = ex.Exec(ctx, terminal.ExecRequest{Command: string(start.GetCommand()), Timeout: timeout, Stream: start.GetStream()})
+		sn, err = ex.Exec(ctx, termapi.ExecRequest{Command: string(start.GetCommand()), Timeout: timeout, Stream: start.GetStream()})
 	} else {
-		sn, err = sess.StartSend(ctx, terminal.SendRequest{Text: string(start.GetText()), Submit: start.GetSubmit(), Timeout: timeout, Stream: start.GetStream()})
+		sn, err = sess.StartSend(ctx, termapi.SendRequest{Text: string(start.GetText()), Submit: start.GetSubmit(), Timeout: timeout, Stream: start.GetStream()})
 	}
 	if err != nil {
 		return toStatus(err)
@@ -241,7 +243,7 @@ func (s *server) Send(stream grpc.BidiStreamingServer[backendpb.SendControl, bac
 
 	settled := make(chan struct{})
 	var (
-		res     terminal.SendResult
+		res     termapi.SendResult
 		waitErr error
 	)
 	go func() {
@@ -308,7 +310,7 @@ func (s *server) stop() {
 	}
 	s.stopped = true
 	sessions := s.sessions
-	s.sessions = make(map[string]terminal.Session)
+	s.sessions = make(map[string]termapi.Session)
 	b := s.backend
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), closeGrace)

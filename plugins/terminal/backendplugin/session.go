@@ -7,13 +7,14 @@ import (
 	"io"
 	"sync"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
 )
 
 // pluginGone is the status of a session whose plugin process is gone: the
 // host cannot know how its shell ended.
-var pluginGone = terminal.Status{Exited: true, ExitCode: -1}
+var pluginGone = termapi.Status{Exited: true, ExitCode: -1}
 
 // session is a session of an external backend. What never changes (motd,
 // pid) came with the spawn; the rest is asked for.
@@ -26,9 +27,9 @@ type session struct {
 	sandbox string
 
 	mu     sync.Mutex
-	dead   bool            // the plugin went away: the session has exited
-	closed bool            // Close succeeded: the plugin has forgotten the session
-	final  terminal.Status // the status Close reported
+	dead   bool           // the plugin went away: the session has exited
+	closed bool           // Close succeeded: the plugin has forgotten the session
+	final  termapi.Status // the status Close reported
 }
 
 // execSession is a session whose backend runs commands.
@@ -59,9 +60,9 @@ func (s *session) errGone() error {
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
-		return fmt.Errorf("%w: the session was closed", terminal.ErrSessionExited)
+		return fmt.Errorf("%w: the session was closed", termapi.ErrSessionExited)
 	}
-	return fmt.Errorf("%w: %w", terminal.ErrSessionExited, ErrPluginExited)
+	return fmt.Errorf("%w: %w", termapi.ErrSessionExited, ErrPluginExited)
 }
 
 // checkErr notes what an error of a call says about the plugin.
@@ -69,12 +70,12 @@ func (s *session) checkErr(err error) error {
 	if errors.Is(err, ErrPluginExited) || s.proc.exited() {
 		s.gone()
 		s.proc.lose()
-		return fmt.Errorf("%w: %w", terminal.ErrSessionExited, err)
+		return fmt.Errorf("%w: %w", termapi.ErrSessionExited, err)
 	}
 	return err
 }
 
-func (s *session) Status() terminal.Status {
+func (s *session) Status() termapi.Status {
 	s.mu.Lock()
 	closed, final := s.closed, s.final
 	s.mu.Unlock()
@@ -96,17 +97,17 @@ func (s *session) Status() terminal.Status {
 	return statusFromPB(st)
 }
 
-func (s *session) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
+func (s *session) Read(req termapi.ReadRequest) (termapi.ReadResult, error) {
 	if s.isDead() {
-		return terminal.ReadResult{}, s.errGone()
+		return termapi.ReadResult{}, s.errGone()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	page, err := s.proc.rpc.Read(ctx, &backendpb.ReadRequest{SessionId: s.id, Offset: int32(req.Offset), Count: int32(req.Count)})
 	if err != nil {
-		return terminal.ReadResult{}, s.checkErr(fromStatus("read", err))
+		return termapi.ReadResult{}, s.checkErr(fromStatus("read", err))
 	}
-	return terminal.ReadResult{
+	return termapi.ReadResult{
 		Text:       string(page.GetText()),
 		TotalLines: int(page.GetTotalLines()),
 		LineBegin:  int(page.GetLineBegin()),
@@ -115,15 +116,15 @@ func (s *session) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
 	}, nil
 }
 
-func (s *session) Signal(ctx context.Context, sig terminal.Signal) (terminal.SignalResult, error) {
+func (s *session) Signal(ctx context.Context, sig termapi.Signal) (termapi.SignalResult, error) {
 	if s.isDead() {
-		return terminal.SignalResult{}, s.errGone()
+		return termapi.SignalResult{}, s.errGone()
 	}
 	res, err := s.proc.rpc.Signal(ctx, &backendpb.SignalRequest{SessionId: s.id, Signal: string(sig)})
 	if err != nil {
-		return terminal.SignalResult{}, s.checkErr(fromStatus("signal", err))
+		return termapi.SignalResult{}, s.checkErr(fromStatus("signal", err))
 	}
-	return terminal.SignalResult{TargetPGID: int(res.GetTargetPgid())}, nil
+	return termapi.SignalResult{TargetPGID: int(res.GetTargetPgid())}, nil
 }
 
 // Close closes the session in the plugin. A session whose plugin is gone
@@ -149,7 +150,7 @@ func (s *session) Close(ctx context.Context, reason string) error {
 	return nil
 }
 
-func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (terminal.Send, error) {
+func (s *session) StartSend(ctx context.Context, req termapi.SendRequest) (termapi.Send, error) {
 	return s.start(ctx, &backendpb.SendStart{
 		SessionId: s.id,
 		Text:      []byte(req.Text),
@@ -159,7 +160,7 @@ func (s *session) StartSend(ctx context.Context, req terminal.SendRequest) (term
 	})
 }
 
-func (s *execSession) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.Send, error) {
+func (s *execSession) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Send, error) {
 	return s.start(ctx, &backendpb.SendStart{
 		SessionId: s.id,
 		Exec:      true,
@@ -171,8 +172,8 @@ func (s *execSession) Exec(ctx context.Context, req terminal.ExecRequest) (termi
 
 // start opens the stream of a send and waits for the plugin to accept it.
 // The stream runs on its own context: the send outlives ctx, which only
-// cancels it (as terminal.Session.StartSend says).
-func (s *session) start(ctx context.Context, start *backendpb.SendStart) (terminal.Send, error) {
+// cancels it (as termapi.Session.StartSend says).
+func (s *session) start(ctx context.Context, start *backendpb.SendStart) (termapi.Send, error) {
 	if s.isDead() {
 		return nil, s.errGone()
 	}
@@ -183,7 +184,7 @@ func (s *session) start(ctx context.Context, start *backendpb.SendStart) (termin
 		return nil, s.checkErr(fromStatus("send", err))
 	}
 	sn := &send{session: s, stream: stream, stop: stop, streaming: start.Stream, exec: start.Exec, more: make(chan struct{}, 1), settled: make(chan struct{})}
-	fail := func(err error) (terminal.Send, error) {
+	fail := func(err error) (termapi.Send, error) {
 		stop()
 		return nil, s.checkErr(err)
 	}
@@ -225,6 +226,6 @@ func (s *session) start(ctx context.Context, start *backendpb.SendStart) (termin
 }
 
 var (
-	_ terminal.Session  = (*session)(nil)
-	_ terminal.Executor = (*execSession)(nil)
+	_ termapi.Session  = (*session)(nil)
+	_ termapi.Executor = (*execSession)(nil)
 )

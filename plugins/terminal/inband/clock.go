@@ -3,7 +3,7 @@ package inband
 import (
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Bounds on the stdin proof's cadence (Options.WaitingForInput). The first
@@ -76,7 +76,7 @@ func (s *Session) timeSendLocked(now time.Time) (time.Time, *send) {
 		return time.Time{}, nil
 	}
 	if !now.Before(sn.deadline) {
-		s.settleLocked(sn, terminal.WaitTimeout)
+		s.settleLocked(sn, termapi.WaitTimeout)
 		return time.Time{}, nil
 	}
 	if sn.startup {
@@ -87,7 +87,7 @@ func (s *Session) timeSendLocked(now time.Time) (time.Time, *send) {
 	}
 	quiet := s.lastOutput.Add(s.opts.Idle)
 	if !now.Before(quiet) {
-		s.settleLocked(sn, terminal.WaitInferredIdle)
+		s.settleLocked(sn, termapi.WaitInferredIdle)
 		return time.Time{}, nil
 	}
 	next := sn.deadline
@@ -136,6 +136,6 @@ func (s *Session) prove(sn *send) {
 		return
 	}
 	if waiting && s.live == sn && !sn.Settled() && s.lastOutput.Equal(before) && !s.paused {
-		s.settleLocked(sn, terminal.WaitStdinRead)
+		s.settleLocked(sn, termapi.WaitStdinRead)
 	}
 }

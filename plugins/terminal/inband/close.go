@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Close hangs up: it closes the link, whose far end then closes the
@@ -21,10 +21,10 @@ func (s *Session) Close(ctx context.Context, reason string) error {
 		s.mu.Lock()
 		s.closing = true
 		if !s.status.Exited {
-			s.status = terminal.Status{Exited: true, ExitCode: -1, Signal: "SIGHUP"}
+			s.status = termapi.Status{Exited: true, ExitCode: -1, Signal: "SIGHUP"}
 		}
 		if sn := s.live; sn != nil {
-			s.settleLocked(sn, terminal.WaitSessionExit)
+			s.settleLocked(sn, termapi.WaitSessionExit)
 		}
 		s.mu.Unlock()
 		s.log.Debug("closing the session", "reason", reason)

@@ -2,7 +2,7 @@
 // an SSH session's PTY, a container exec's TTY) with a protocol carried in
 // the terminal itself. Backends bring the link; this package the rest.
 //
-// Its Session implements terminal.Session and terminal.Executor, so the
+// Its Session implements termapi.Session and termapi.Executor, so the
 // bash tool runs on it.
 //
 // Four goroutines serve a session: the read loop (the only reader of the

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
 
@@ -14,7 +15,7 @@ import (
 // until a send has reported how it ended. Guarded by s.mu.
 type command struct {
 	nonce string
-	res   terminal.ExecResult
+	res   termapi.ExecResult
 	// written: the whole line has gone to the terminal.
 	written bool
 	// sent: the writer has begun writing the line. From then on the server
@@ -55,8 +56,8 @@ type command struct {
 // beyond the echo of its own text.
 const maxPreBytes = 64 << 10
 
-// Exec runs a command through the shell protocol. See terminal.Executor.
-func (s *Session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.Send, error) {
+// Exec runs a command through the shell protocol. See termapi.Executor.
+func (s *Session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Send, error) {
 	switch {
 	case req.Command == "":
 		return nil, fmt.Errorf("%s: exec: empty command", s.who)
@@ -71,13 +72,13 @@ func (s *Session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.
 		return nil, err
 	}
 	if !s.idle || s.cur != nil {
-		return nil, fmt.Errorf("%s: %w", s.who, terminal.ErrShellBusy)
+		return nil, fmt.Errorf("%s: %w", s.who, termapi.ErrShellBusy)
 	}
 	now := time.Now()
 	sn := newSend(s, req.Stream, now.Add(s.timeout(req.Timeout)))
 	c := &command{
 		nonce:   newNonce(),
-		res:     terminal.ExecResult{State: terminal.ExecPending, ExitCode: -1},
+		res:     termapi.ExecResult{State: termapi.ExecPending, ExitCode: -1},
 		notices: screen.NewPending(MaxReadBytes, false),
 	}
 	c.res.Background = s.unclaimed.Take() + s.breakLineLocked()
@@ -97,7 +98,7 @@ func (s *Session) Exec(ctx context.Context, req terminal.ExecRequest) (terminal.
 // execResultLocked is how sn reports its command, or nil outside an Exec.
 // A command that is over is reported once, and the shell is ready for the
 // next.
-func (s *Session) execResultLocked(sn *send) *terminal.ExecResult {
+func (s *Session) execResultLocked(sn *send) *termapi.ExecResult {
 	c := sn.cmd
 	if c == nil {
 		return nil
@@ -129,7 +130,7 @@ func (s *Session) breakLineLocked() string {
 	return string(line)
 }
 
-var _ terminal.Executor = (*Session)(nil)
+var _ termapi.Executor = (*Session)(nil)
 
 // releasePreLocked renders what the terminal showed before the shell took
 // c's line, without the echo of that line.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // An interrupt that comes after a command's line was typed, before the
@@ -18,7 +18,7 @@ func TestInterruptAtBegin(t *testing.T) {
 	s := spawn(t)
 	for range 60 {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-		send, err := s.Exec(ctx, terminal.ExecRequest{Command: "sleep 1000", Stream: true, Timeout: waitLong})
+		send, err := s.Exec(ctx, termapi.ExecRequest{Command: "sleep 1000", Stream: true, Timeout: waitLong})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,7 +26,7 @@ func TestInterruptAtBegin(t *testing.T) {
 		send.Cancel()
 		_, res := drain(t, ctx, send)
 		cancel()
-		if !res.Prompt || res.Exec.State != terminal.ExecAbandoned {
+		if !res.Prompt || res.Exec.State != termapi.ExecAbandoned {
 			t.Fatalf("an interrupted command settled %s (prompt %v) with %+v", res.Reason, res.Prompt, *res.Exec)
 		}
 	}

@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/creack/pty"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
@@ -32,7 +33,7 @@ type ptyLink struct {
 	master *os.File
 	cmd    *exec.Cmd
 	done   chan struct{}
-	status terminal.Status
+	status termapi.Status
 	once   sync.Once
 }
 
@@ -72,11 +73,11 @@ func newPTYLink(t testing.TB) *ptyLink {
 	l := &ptyLink{master: os.NewFile(uintptr(fd), "ptmx"), cmd: cmd, done: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
-		l.status = terminal.Status{Exited: true, ExitCode: cmd.ProcessState.ExitCode()}
+		l.status = termapi.Status{Exited: true, ExitCode: cmd.ProcessState.ExitCode()}
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			l.status = terminal.Status{Exited: true, ExitCode: -1, Signal: unix.SignalName(ws.Signal())}
+			l.status = termapi.Status{Exited: true, ExitCode: -1, Signal: unix.SignalName(ws.Signal())}
 		} else if err != nil && !errors.As(err, new(*exec.ExitError)) {
-			l.status = terminal.Status{Exited: true, ExitCode: -1}
+			l.status = termapi.Status{Exited: true, ExitCode: -1}
 		}
 		close(l.done)
 	}()
@@ -94,7 +95,7 @@ func (l *ptyLink) Read(p []byte) (int, error) {
 
 func (l *ptyLink) Write(p []byte) (int, error) { return l.master.Write(p) }
 
-func (l *ptyLink) Wait() terminal.Status { <-l.done; return l.status }
+func (l *ptyLink) Wait() termapi.Status { <-l.done; return l.status }
 
 // Close hangs the terminal up, as an SSH server does at logout.
 func (l *ptyLink) Close() error {
@@ -129,7 +130,7 @@ func spawn(t *testing.T) *Session {
 }
 
 // drain reads a send's output to io.EOF, then its result.
-func drain(t testing.TB, ctx context.Context, send terminal.Send) (string, terminal.SendResult) {
+func drain(t testing.TB, ctx context.Context, send termapi.Send) (string, termapi.SendResult) {
 	t.Helper()
 	return terminaltest.Drain(t, ctx, send)
 }
@@ -147,7 +148,7 @@ type ptyBackend struct{ t *testing.T }
 
 func (b *ptyBackend) Type() string { return "inband-pty" }
 
-func (b *ptyBackend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (terminal.Session, error) {
+func (b *ptyBackend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Session, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -162,7 +163,7 @@ func (b *ptyBackend) Spawn(ctx context.Context, spec terminal.SpawnSpec) (termin
 
 func TestConformance(t *testing.T) {
 	terminaltest.CheckGoroutines(t)
-	terminaltest.TestBackend(t, func(t *testing.T) terminal.Backend {
+	terminaltest.TestBackend(t, func(t *testing.T) termapi.Backend {
 		return &ptyBackend{t: t}
 	}, terminaltest.Options{
 		EchoCommand:   func(text string) string { return "printf '%s\\n' " + strconv.Quote(text) },

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // readLoop reads the terminal until its stream ends (the shell exited, the
@@ -74,15 +74,15 @@ func (s *Session) finishExitLocked() {
 		s.status = s.waitStatus
 		s.log.Debug("the shell ended", "status", s.status.String())
 	}
-	if c := s.cur; c != nil && c.res.State == terminal.ExecPending && c.sent {
+	if c := s.cur; c != nil && c.res.State == termapi.ExecPending && c.sent {
 		// The line went out and no begin marker came back: the shell may
 		// have run it (its marker lost with the connection). Pending would
 		// tell the caller it never ran, and a caller that retries would
 		// run it twice.
-		c.res.State = terminal.ExecRunning
+		c.res.State = termapi.ExecRunning
 	}
 	if sn := s.live; sn != nil {
-		s.settleLocked(sn, terminal.WaitSessionExit)
+		s.settleLocked(sn, termapi.WaitSessionExit)
 	}
 }
 
@@ -167,7 +167,7 @@ func (s *Session) markerLocked(payload []byte) {
 		}
 		s.releasePreLocked(c)
 		c.begun, c.begunAt = true, time.Now()
-		c.res.State = terminal.ExecRunning
+		c.res.State = termapi.ExecRunning
 		if c.deferred != 0 {
 			s.typeSignalLocked(c.deferred)
 			c.deferred = 0
@@ -177,7 +177,7 @@ func (s *Session) markerLocked(payload []byte) {
 			return
 		}
 		c.ended = true
-		c.res.State, c.res.ExitCode = terminal.ExecCompleted, m.status
+		c.res.State, c.res.ExitCode = termapi.ExecCompleted, m.status
 		s.endOutputLocked()
 		line := s.breakLineLocked()
 		c.partial = line[:max(len(line)-1, 0)]
@@ -202,7 +202,7 @@ func (s *Session) promptLocked(status int) {
 		s.ready, s.idle = true, true
 		if sn := s.live; sn != nil && sn.startup {
 			sn.atPrompt = true
-			s.settleLocked(sn, terminal.WaitStdinRead)
+			s.settleLocked(sn, termapi.WaitStdinRead)
 		}
 		return
 	}
@@ -211,7 +211,7 @@ func (s *Session) promptLocked(status int) {
 		case c.ended:
 		case c.begun || c.flushed:
 			s.releasePreLocked(c)
-			c.res.State, c.res.ExitCode = terminal.ExecAbandoned, status
+			c.res.State, c.res.ExitCode = termapi.ExecAbandoned, status
 			if !c.begun {
 				c.res.ExitCode = -1
 			}
@@ -225,12 +225,12 @@ func (s *Session) promptLocked(status int) {
 	s.idle = true
 	if sn := s.live; sn != nil && !sn.startup {
 		sn.atPrompt = true
-		s.settleLocked(sn, terminal.WaitStdinRead)
+		s.settleLocked(sn, termapi.WaitStdinRead)
 	}
 }
 
 // settleLocked ends sn with reason. The send stops receiving output.
-func (s *Session) settleLocked(sn *send, reason terminal.WaitReason) {
+func (s *Session) settleLocked(sn *send, reason termapi.WaitReason) {
 	if sn.Settled() {
 		return
 	}
@@ -239,7 +239,7 @@ func (s *Session) settleLocked(sn *send, reason terminal.WaitReason) {
 		partial = c.partial
 	}
 	vp, truncated := sn.Viewport(partial, MaxReadBytes)
-	res := terminal.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt}
+	res := termapi.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt}
 	res.Exec = s.execResultLocked(sn)
 	if sn.atPrompt {
 		s.answeredLocked(sn)

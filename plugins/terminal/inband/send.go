@@ -3,7 +3,8 @@ package inband
 import (
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 )
 
@@ -51,4 +52,4 @@ func (sn *send) Cancel() bool {
 	return true
 }
 
-var _ terminal.Send = (*send)(nil)
+var _ termapi.Send = (*send)(nil)

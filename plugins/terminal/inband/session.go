@@ -8,7 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/screen"
 )
@@ -35,7 +36,7 @@ type Link interface {
 	// Wait blocks until the shell has ended, or the link is gone, and
 	// says how: the exit code, the signal, or ExitCode -1 when the far end
 	// did not say.
-	Wait() terminal.Status
+	Wait() termapi.Status
 	// Close tears the link down: Read and Wait return soon after. It is
 	// called once, from Close or when the output has ended, and returns
 	// once nothing of the link (no goroutine of its library) is left.
@@ -79,7 +80,7 @@ type Options struct {
 }
 
 // Session is one bash at the far end of a Link, driven by the in-band
-// protocol. It implements terminal.Session and terminal.Executor. See the
+// protocol. It implements termapi.Session and termapi.Executor. See the
 // package documentation for the model; the invariants are:
 //   - only the read loop reads the terminal, and it renders and acts on
 //     what it read under mu, so output and markers are handled in stream
@@ -116,9 +117,9 @@ type Session struct {
 	partialStale bool           // the scrollback's partial line lags behind render
 	startTail    screen.Pending // output before the first prompt, for errors
 	ready        bool           // the first prompt was seen
-	status       terminal.Status
-	waitStatus   terminal.Status // how the link said the shell ended, once it did
-	exited       bool            // the end has been processed
+	status       termapi.Status
+	waitStatus   termapi.Status // how the link said the shell ended, once it did
+	exited       bool           // the end has been processed
 	closing      bool
 	closed       bool
 	slot         *send // holds the one-send slot
@@ -175,7 +176,7 @@ func newSession(link Link, o Options) *Session {
 		render:    screen.NewRenderer(MaxReadBytes),
 		scroll:    screen.NewScrollback(scrollbackLines, scrollbackBytes),
 		startTail: screen.NewPending(startTailBytes, false),
-		status:    terminal.Running,
+		status:    termapi.Running,
 		unclaimed: screen.NewPending(MaxReadBytes, false),
 	}
 	return s
@@ -209,15 +210,15 @@ func (s *Session) Motd() string { return "" }
 func (s *Session) PID() int { return s.opts.PID }
 
 // Status reports whether the remote shell is still running.
-func (s *Session) Status() terminal.Status {
+func (s *Session) Status() termapi.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status
 }
 
 // StartSend types the text and starts waiting for the terminal to settle.
-// See terminal.Session.
-func (s *Session) StartSend(ctx context.Context, req terminal.SendRequest) (terminal.Send, error) {
+// See termapi.Session.
+func (s *Session) StartSend(ctx context.Context, req termapi.SendRequest) (termapi.Send, error) {
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("%s: send not started: %w", s.who, context.Cause(ctx))
 	}
@@ -244,7 +245,7 @@ func (s *Session) StartSend(ctx context.Context, req terminal.SendRequest) (term
 		// "Wait again" where there is nothing to wait for: the command
 		// has ended, or the shell is at its prompt.
 		sn.atPrompt = true
-		s.settleLocked(sn, terminal.WaitStdinRead)
+		s.settleLocked(sn, termapi.WaitStdinRead)
 	}
 	s.watchLocked(ctx, sn)
 	s.kickClock()
@@ -261,7 +262,7 @@ func (s *Session) startableLocked() error {
 		if sn.Settled() {
 			why = "the previous send's input is still being written"
 		}
-		return fmt.Errorf("%s: %w (%s)", s.who, terminal.ErrSendActive, why)
+		return fmt.Errorf("%s: %w (%s)", s.who, termapi.ErrSendActive, why)
 	}
 	return nil
 }
@@ -270,9 +271,9 @@ func (s *Session) startableLocked() error {
 func (s *Session) usableLocked() error {
 	switch {
 	case s.closing || s.closed:
-		return fmt.Errorf("%s: %w", s.who, terminal.ErrSessionClosing)
+		return fmt.Errorf("%s: %w", s.who, termapi.ErrSessionClosing)
 	case s.exited:
-		return fmt.Errorf("%s: %w (%s)", s.who, terminal.ErrSessionExited, s.status)
+		return fmt.Errorf("%s: %w (%s)", s.who, termapi.ErrSessionExited, s.status)
 	}
 	return nil
 }
@@ -291,7 +292,7 @@ func (s *Session) watchLocked(ctx context.Context, sn *send) {
 }
 
 // Read returns a page of scrollback, counted back from the newest line.
-func (s *Session) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
+func (s *Session) Read(req termapi.ReadRequest) (termapi.ReadResult, error) {
 	s.mu.Lock()
 	s.syncPartialLocked()
 	res, err := backendkit.ReadPage(s.scroll, req, MaxReadBytes)
@@ -302,4 +303,4 @@ func (s *Session) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
 	return res, nil
 }
 
-var _ terminal.Session = (*Session)(nil)
+var _ termapi.Session = (*Session)(nil)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // The command cannot find its nonce: not in a variable, not in a function,
@@ -15,7 +15,7 @@ func TestForgedMarkers(t *testing.T) {
 	s := spawn(t)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	send, err := s.Exec(ctx, terminal.ExecRequest{Command: "echo \"last:$_\"; set; declare -f; alias; echo END-OF-STATE", Stream: true})
+	send, err := s.Exec(ctx, termapi.ExecRequest{Command: "echo \"last:$_\"; set; declare -f; alias; echo END-OF-STATE", Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestForgedMarkers(t *testing.T) {
 	nonce := s.cur.nonce
 	s.mu.Unlock()
 	out, res := drain(t, ctx, send)
-	if res.Exec.State != terminal.ExecCompleted || !strings.Contains(out, "END-OF-STATE") {
+	if res.Exec.State != termapi.ExecCompleted || !strings.Contains(out, "END-OF-STATE") {
 		t.Fatalf("state dump: %+v\n%s", *res.Exec, out)
 	}
 	if strings.Contains(out, nonce) {
@@ -42,7 +42,7 @@ func TestForgedMarkers(t *testing.T) {
 	if out != "visible\n" {
 		t.Fatalf("output = %q, want only the visible line", out)
 	}
-	page, err := s.Read(terminal.ReadRequest{})
+	page, err := s.Read(termapi.ReadRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // The terminal characters that make the remote line discipline signal the
@@ -17,9 +17,9 @@ const (
 )
 
 // signalChars maps the signals a terminal character can deliver.
-var signalChars = map[terminal.Signal]byte{
-	terminal.SIGINT:  ctrlC,
-	terminal.SIGTSTP: ctrlZ,
+var signalChars = map[termapi.Signal]byte{
+	termapi.SIGINT:  ctrlC,
+	termapi.SIGTSTP: ctrlZ,
 }
 
 // Signal delivers SIGINT or SIGTSTP to the remote terminal's foreground
@@ -29,27 +29,27 @@ var signalChars = map[terminal.Signal]byte{
 // foreground cannot be told from here (Close ends the session instead).
 // While the shell is idle at its prompt there is nothing to signal, and
 // nothing is typed.
-func (s *Session) Signal(ctx context.Context, sig terminal.Signal) (terminal.SignalResult, error) {
+func (s *Session) Signal(ctx context.Context, sig termapi.Signal) (termapi.SignalResult, error) {
 	char, ok := signalChars[sig]
 	switch {
-	case sig == terminal.SIGKILL:
-		return terminal.SignalResult{}, fmt.Errorf("%s: %w (the far end does not say whether the shell itself is in the foreground)", s.who, terminal.ErrRefuseKillShell)
-	case !ok && (sig == terminal.SIGTERM || sig == terminal.SIGHUP):
-		return terminal.SignalResult{}, fmt.Errorf("%s: %w: %s has no terminal character, and the foreground process group cannot be reached otherwise", s.who, terminal.ErrUnsupportedSignal, sig)
+	case sig == termapi.SIGKILL:
+		return termapi.SignalResult{}, fmt.Errorf("%s: %w (the far end does not say whether the shell itself is in the foreground)", s.who, termapi.ErrRefuseKillShell)
+	case !ok && (sig == termapi.SIGTERM || sig == termapi.SIGHUP):
+		return termapi.SignalResult{}, fmt.Errorf("%s: %w: %s has no terminal character, and the foreground process group cannot be reached otherwise", s.who, termapi.ErrUnsupportedSignal, sig)
 	case !ok:
-		return terminal.SignalResult{}, fmt.Errorf("%s: %w: %q", s.who, terminal.ErrUnsupportedSignal, sig)
+		return termapi.SignalResult{}, fmt.Errorf("%s: %w: %q", s.who, termapi.ErrUnsupportedSignal, sig)
 	case ctx.Err() != nil:
-		return terminal.SignalResult{}, fmt.Errorf("%s: signal: %w", s.who, context.Cause(ctx))
+		return termapi.SignalResult{}, fmt.Errorf("%s: signal: %w", s.who, context.Cause(ctx))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usableLocked(); err != nil {
-		return terminal.SignalResult{}, err
+		return termapi.SignalResult{}, err
 	}
 	if !s.idle {
 		s.interruptLocked(char)
 	}
-	return terminal.SignalResult{}, nil
+	return termapi.SignalResult{}, nil
 }
 
 // interruptLocked types a signal character, after abandoning text not yet

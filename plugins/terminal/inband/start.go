@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // closeBudget bounds the close of a session whose start failed: Close only
@@ -19,7 +19,7 @@ const closeBudget = 10 * time.Second
 // shows its first prompt. If ctx ends first, or the shell ends or stays
 // silent past o.Timeout, the session is closed (and with it the link) and
 // the error wraps o.StartErr; if that close fails too, the error is a
-// *terminal.CleanupError.
+// *termapi.CleanupError.
 func Start(ctx context.Context, link Link, dir string, o Options) (*Session, error) {
 	s := newSession(link, o)
 	s.start()
@@ -27,7 +27,7 @@ func Start(ctx context.Context, link Link, dir string, o Options) (*Session, err
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeBudget)
 		defer cancel()
 		if cerr := s.Close(cctx, "startup failed"); cerr != nil {
-			return nil, &terminal.CleanupError{StartErr: err, CleanupErr: cerr}
+			return nil, &termapi.CleanupError{StartErr: err, CleanupErr: cerr}
 		}
 		return nil, err
 	}
@@ -56,9 +56,9 @@ func (s *Session) awaitStartup(ctx context.Context, dir string) error {
 	res := sn.Result()
 	tail := strings.TrimSpace(s.startTail.Take() + s.render.Partial())
 	switch {
-	case res.Reason == terminal.WaitStdinRead:
+	case res.Reason == termapi.WaitStdinRead:
 		return nil
-	case res.Reason == terminal.WaitTimeout:
+	case res.Reason == termapi.WaitTimeout:
 		return fmt.Errorf("%w: %s: no prompt within %v; the terminal showed: %q", sentinel, where, s.opts.Timeout, tail)
 	case res.Status.ExitCode == exitBadWorkdir:
 		return fmt.Errorf("%w: %s: cannot enter the working directory %q: %q", sentinel, where, dir, tail)

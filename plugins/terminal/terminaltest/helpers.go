@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Helpers for a backend's own tests, beside the kit: what every backend's
 // tests do to run a command and read what it printed.
 
 // Drain reads send's output to io.EOF, then waits for its result.
-func Drain(t testing.TB, ctx context.Context, send terminal.Send) (string, terminal.SendResult) {
+func Drain(t testing.TB, ctx context.Context, send termapi.Send) (string, termapi.SendResult) {
 	t.Helper()
 	var out strings.Builder
 	for {
@@ -35,16 +35,16 @@ func Drain(t testing.TB, ctx context.Context, send terminal.Send) (string, termi
 	return out.String(), res
 }
 
-// Exec runs command on s, which must be a terminal.Executor, streaming, and
+// Exec runs command on s, which must be a termapi.Executor, streaming, and
 // returns its output (with the line still being written last) and how its
 // first send settled.
-func Exec(t testing.TB, ctx context.Context, s terminal.Session, command string) (string, terminal.SendResult) {
+func Exec(t testing.TB, ctx context.Context, s termapi.Session, command string) (string, termapi.SendResult) {
 	t.Helper()
-	ex, ok := s.(terminal.Executor)
+	ex, ok := s.(termapi.Executor)
 	if !ok {
-		t.Fatalf("session %T does not run commands (not a terminal.Executor)", s)
+		t.Fatalf("session %T does not run commands (not a termapi.Executor)", s)
 	}
-	send, err := ex.Exec(ctx, terminal.ExecRequest{Command: command, Stream: true})
+	send, err := ex.Exec(ctx, termapi.ExecRequest{Command: command, Stream: true})
 	if err != nil {
 		t.Fatalf("Exec(%q): %v", command, err)
 	}
@@ -58,10 +58,10 @@ func Exec(t testing.TB, ctx context.Context, s terminal.Session, command string)
 // MustComplete runs command as Exec does and requires that it ran to its
 // end, with the shell back at its prompt, and status code; it returns the
 // output.
-func MustComplete(t testing.TB, ctx context.Context, s terminal.Session, command string, code int) string {
+func MustComplete(t testing.TB, ctx context.Context, s termapi.Session, command string, code int) string {
 	t.Helper()
 	out, res := Exec(t, ctx, s, command)
-	if res.Reason != terminal.WaitStdinRead || !res.Prompt || res.Exec.State != terminal.ExecCompleted || res.Exec.ExitCode != code {
+	if res.Reason != termapi.WaitStdinRead || !res.Prompt || res.Exec.State != termapi.ExecCompleted || res.Exec.ExitCode != code {
 		t.Fatalf("Exec(%q) settled %s (prompt %v) with %+v, want completed with status %d; output:\n%s", command, res.Reason, res.Prompt, *res.Exec, code, out)
 	}
 	return out
@@ -69,7 +69,7 @@ func MustComplete(t testing.TB, ctx context.Context, s terminal.Session, command
 
 // Spawn starts a session of b within bound, and closes it, within bound
 // too, when the test ends.
-func Spawn(t testing.TB, b terminal.Backend, spec terminal.SpawnSpec, bound time.Duration) terminal.Session {
+func Spawn(t testing.TB, b termapi.Backend, spec termapi.SpawnSpec, bound time.Duration) termapi.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
@@ -90,9 +90,9 @@ func Spawn(t testing.TB, b terminal.Backend, spec terminal.SpawnSpec, bound time
 // CountLines runs command on s as the bash tool does (the output streamed,
 // every line pulled), requires that it completed, and returns how many
 // lines it printed. It is for benchmarks: it does not keep the output.
-func CountLines(t testing.TB, ctx context.Context, s terminal.Executor, command string) int {
+func CountLines(t testing.TB, ctx context.Context, s termapi.Executor, command string) int {
 	t.Helper()
-	send, err := s.Exec(ctx, terminal.ExecRequest{Command: command, Stream: true})
+	send, err := s.Exec(ctx, termapi.ExecRequest{Command: command, Stream: true})
 	if err != nil {
 		t.Fatalf("Exec(%q): %v", command, err)
 	}
@@ -108,7 +108,7 @@ func CountLines(t testing.TB, ctx context.Context, s terminal.Executor, command 
 		lines += strings.Count(text, "\n")
 	}
 	res, err := send.Wait(ctx)
-	if err != nil || res.Exec == nil || res.Exec.State != terminal.ExecCompleted {
+	if err != nil || res.Exec == nil || res.Exec.State != termapi.ExecCompleted {
 		t.Fatalf("Exec(%q) settled with %+v, %v; want it completed", command, res.Exec, err)
 	}
 	return lines

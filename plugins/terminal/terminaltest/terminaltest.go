@@ -1,4 +1,4 @@
-// Package terminaltest checks that a terminal.Backend keeps the contract the
+// Package terminaltest checks that a termapi.Backend keeps the contract the
 // terminals service and its tools rely on, in the spirit of
 // testing/fstest.TestFS: a backend's own tests call TestBackend with a
 // constructor and a few shell-specific commands, and get one subtest per
@@ -24,9 +24,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"go.uber.org/goleak"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 
-	"github.com/dshdev/dsh/plugins/terminal"
+	"go.uber.org/goleak"
 )
 
 // Options describes the terminal the backend runs, in terms the kit needs.
@@ -50,7 +50,7 @@ type Options struct {
 	ExitCommand string
 	// StatusCommand returns a command that ends with the given exit status
 	// without ending the session, e.g. `(exit 3)` for a shell. It is used by
-	// the Exec checks, which run when sessions implement terminal.Executor;
+	// the Exec checks, which run when sessions implement termapi.Executor;
 	// nil skips the status checks among them.
 	StatusCommand func(code int) string
 	// Dir is the working directory sessions start in; empty means a fresh
@@ -75,7 +75,7 @@ func CheckGoroutines(t testing.TB, opts ...goleak.Option) {
 // TestBackend runs the conformance checks against backends made by
 // newBackend, which is called once per subtest with that subtest's t (so it
 // may register cleanups on it).
-func TestBackend(t *testing.T, newBackend func(t *testing.T) terminal.Backend, opts Options) {
+func TestBackend(t *testing.T, newBackend func(t *testing.T) termapi.Backend, opts Options) {
 	t.Helper()
 	if opts.EchoCommand == nil {
 		t.Fatal("terminaltest: Options.EchoCommand is required")
@@ -118,7 +118,7 @@ func TestBackend(t *testing.T, newBackend func(t *testing.T) terminal.Backend, o
 				t.Skipf("Options.%s is empty", c.needs)
 			}
 			if c.needs == "Executor" && !k.executes(t) {
-				t.Skip("the backend's sessions do not implement terminal.Executor")
+				t.Skip("the backend's sessions do not implement termapi.Executor")
 			}
 			c.run(t)
 		})
@@ -127,7 +127,7 @@ func TestBackend(t *testing.T, newBackend func(t *testing.T) terminal.Backend, o
 
 type kit struct {
 	opts       Options
-	newBackend func(t *testing.T) terminal.Backend
+	newBackend func(t *testing.T) termapi.Backend
 }
 
 // ctx returns a context for one step.
@@ -139,14 +139,14 @@ func (k *kit) ctx(t *testing.T) context.Context {
 
 // spawn starts a session and arranges for it to be closed, and checked
 // gone, when the subtest ends.
-func (k *kit) spawn(t *testing.T) terminal.Session {
+func (k *kit) spawn(t *testing.T) termapi.Session {
 	t.Helper()
 	b := k.newBackend(t)
 	dir := k.opts.Dir
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	spec := terminal.SpawnSpec{SessionID: "pty-1", OwnerID: "terminaltest", Cwd: dir, Name: "conformance"}
+	spec := termapi.SpawnSpec{SessionID: "pty-1", OwnerID: "terminaltest", Cwd: dir, Name: "conformance"}
 	ctx, cancel := context.WithTimeout(t.Context(), k.opts.Timeout)
 	s, err := b.Spawn(ctx, spec)
 	// The session must outlive its spawn context.
@@ -162,7 +162,7 @@ func (k *kit) spawn(t *testing.T) terminal.Session {
 }
 
 // close closes s and checks that its process is gone.
-func (k *kit) close(t *testing.T, s terminal.Session) {
+func (k *kit) close(t *testing.T, s termapi.Session) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), k.opts.Timeout)
 	defer cancel()
@@ -174,7 +174,7 @@ func (k *kit) close(t *testing.T, s terminal.Session) {
 }
 
 // wantGone checks that a closed session's process no longer exists.
-func wantGone(t *testing.T, s terminal.Session) {
+func wantGone(t *testing.T, s termapi.Session) {
 	t.Helper()
 	if st := s.Status(); !st.Exited {
 		t.Errorf("Status after Close = %v, want exited", st)
@@ -209,7 +209,7 @@ func processGone(pid int) (gone, known bool) {
 // send runs one send to completion. With drain set it pulls Output until
 // io.EOF before waiting, and returns what Output gave; either way it returns
 // how the send settled.
-func (k *kit) send(t *testing.T, s terminal.Session, req terminal.SendRequest, drain bool) (string, terminal.SendResult) {
+func (k *kit) send(t *testing.T, s termapi.Session, req termapi.SendRequest, drain bool) (string, termapi.SendResult) {
 	t.Helper()
 	ctx := k.ctx(t)
 	send, err := s.StartSend(ctx, req)
@@ -229,9 +229,9 @@ func (k *kit) send(t *testing.T, s terminal.Session, req terminal.SendRequest, d
 // echo makes the terminal print text, checks that the streamed output
 // holds it once and that the send settled because the terminal became
 // ready, and returns the streamed output.
-func (k *kit) echo(t *testing.T, s terminal.Session, text string) string {
+func (k *kit) echo(t *testing.T, s termapi.Session, text string) string {
 	t.Helper()
-	out, res := k.send(t, s, terminal.SendRequest{Text: k.opts.EchoCommand(text), Submit: true, Stream: true}, true)
+	out, res := k.send(t, s, termapi.SendRequest{Text: k.opts.EchoCommand(text), Submit: true, Stream: true}, true)
 	wantReady(t, res)
 	wantLineOnce(t, out, text)
 	return out
@@ -239,10 +239,10 @@ func (k *kit) echo(t *testing.T, s terminal.Session, text string) string {
 
 // wantReady checks a send settled because the terminal was ready again,
 // not because of its time bound or an exit.
-func wantReady(t *testing.T, res terminal.SendResult) {
+func wantReady(t *testing.T, res termapi.SendResult) {
 	t.Helper()
-	if res.Reason != terminal.WaitStdinRead && res.Reason != terminal.WaitInferredIdle {
-		t.Fatalf("send settled with %q, want %q or %q", res.Reason, terminal.WaitStdinRead, terminal.WaitInferredIdle)
+	if res.Reason != termapi.WaitStdinRead && res.Reason != termapi.WaitInferredIdle {
+		t.Fatalf("send settled with %q, want %q or %q", res.Reason, termapi.WaitStdinRead, termapi.WaitInferredIdle)
 	}
 	if res.Status.Exited {
 		t.Fatalf("session status after a ready send = %v", res.Status)
@@ -282,8 +282,8 @@ func (k *kit) checkSpawnReady(t *testing.T) {
 	if pid := s.PID(); pid < 0 {
 		t.Errorf("PID() = %d, want a process id or 0", pid)
 	}
-	if st := s.Status(); st != terminal.Running {
-		t.Errorf("Status() of a new session = %+v, want %+v", st, terminal.Running)
+	if st := s.Status(); st != termapi.Running {
+		t.Errorf("Status() of a new session = %+v, want %+v", st, termapi.Running)
 	}
 }
 
@@ -292,7 +292,7 @@ func (k *kit) checkSpawnCancelled(t *testing.T) {
 	cause := errors.New("terminaltest: cancelled before spawn")
 	ctx, cancel := context.WithCancelCause(t.Context())
 	cancel(cause)
-	s, err := b.Spawn(ctx, terminal.SpawnSpec{SessionID: "pty-1", OwnerID: "terminaltest", Cwd: t.TempDir()})
+	s, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-1", OwnerID: "terminaltest", Cwd: t.TempDir()})
 	if s != nil {
 		k.close(t, s)
 		t.Fatal("Spawn with a cancelled context returned a session")
@@ -310,7 +310,7 @@ func (k *kit) checkSendOutput(t *testing.T) {
 	s := k.spawn(t)
 	ctx := k.ctx(t)
 	const text = "terminaltest-output"
-	send, err := s.StartSend(ctx, terminal.SendRequest{Text: k.opts.EchoCommand(text), Submit: true, Stream: true})
+	send, err := s.StartSend(ctx, termapi.SendRequest{Text: k.opts.EchoCommand(text), Submit: true, Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func (k *kit) checkSendOutput(t *testing.T) {
 func (k *kit) checkSendViewport(t *testing.T) {
 	s := k.spawn(t)
 	const text = "terminaltest-viewport"
-	_, res := k.send(t, s, terminal.SendRequest{Text: k.opts.EchoCommand(text), Submit: true}, false)
+	_, res := k.send(t, s, termapi.SendRequest{Text: k.opts.EchoCommand(text), Submit: true}, false)
 	wantReady(t, res)
 	wantLineOnce(t, res.Viewport, text)
 	if res.Truncated {
@@ -349,7 +349,7 @@ func (k *kit) checkSendIsolated(t *testing.T) {
 	if n := countLine(out, "terminaltest-first"); n != 0 {
 		t.Errorf("the second send's output repeats the first send's line:\n%s", out)
 	}
-	_, res := k.send(t, s, terminal.SendRequest{Text: k.opts.EchoCommand("terminaltest-third"), Submit: true}, false)
+	_, res := k.send(t, s, termapi.SendRequest{Text: k.opts.EchoCommand("terminaltest-third"), Submit: true}, false)
 	wantReady(t, res)
 	if n := countLine(res.Viewport, "terminaltest-second"); n != 0 {
 		t.Errorf("the third send's viewport repeats the second send's line:\n%s", res.Viewport)
@@ -359,10 +359,10 @@ func (k *kit) checkSendIsolated(t *testing.T) {
 // startRead starts the read command. The send cannot have settled by the
 // time StartSend returns: proving a stdin wait or inferring idleness takes
 // at least one observation of the terminal after the write.
-func (k *kit) startRead(t *testing.T, s terminal.Session) (context.Context, terminal.Send) {
+func (k *kit) startRead(t *testing.T, s termapi.Session) (context.Context, termapi.Send) {
 	t.Helper()
 	ctx := k.ctx(t)
-	send, err := s.StartSend(ctx, terminal.SendRequest{Text: k.opts.ReadCommand, Submit: true})
+	send, err := s.StartSend(ctx, termapi.SendRequest{Text: k.opts.ReadCommand, Submit: true})
 	if err != nil {
 		t.Fatalf("StartSend(%q): %v", k.opts.ReadCommand, err)
 	}
@@ -374,7 +374,7 @@ func (k *kit) startRead(t *testing.T, s terminal.Session) (context.Context, term
 // (stdin_read, the program still reading) before Cancel comes; then a
 // SIGINT and an empty send bring the terminal back, as a tool recovers. It
 // reports whether Cancel did it.
-func interrupt(t *testing.T, ctx context.Context, s terminal.Session, send terminal.Send) bool {
+func interrupt(t *testing.T, ctx context.Context, s termapi.Session, send termapi.Send) bool {
 	t.Helper()
 	cancelled := send.Cancel()
 	res, err := send.Wait(ctx)
@@ -388,10 +388,10 @@ func interrupt(t *testing.T, ctx context.Context, s terminal.Session, send termi
 	if res.Prompt {
 		t.Fatalf("a send blocked on input settled at the prompt (%s) before Cancel", res.Reason)
 	}
-	if _, err := s.Signal(ctx, terminal.SIGINT); err != nil {
+	if _, err := s.Signal(ctx, termapi.SIGINT); err != nil {
 		t.Fatalf("SIGINT after the send settled: %v", err)
 	}
-	nudge, err := s.StartSend(ctx, terminal.SendRequest{})
+	nudge, err := s.StartSend(ctx, termapi.SendRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,10 +412,10 @@ func (k *kit) checkSendActive(t *testing.T) {
 	// means two sends were live.
 	for attempt := 1; ; attempt++ {
 		ctx, first := k.startRead(t, s)
-		second, err := s.StartSend(ctx, terminal.SendRequest{Text: k.opts.EchoCommand("terminaltest-second"), Submit: true})
+		second, err := s.StartSend(ctx, termapi.SendRequest{Text: k.opts.EchoCommand("terminaltest-second"), Submit: true})
 		if err == nil {
 			res, werr := first.Wait(ctx)
-			if werr != nil || res.Reason != terminal.WaitStdinRead || res.Prompt || attempt == 5 {
+			if werr != nil || res.Reason != termapi.WaitStdinRead || res.Prompt || attempt == 5 {
 				second.Cancel()
 				t.Fatalf("a second StartSend while one is live succeeded (attempt %d; the first settled %q, prompt %v, %v)", attempt, res.Reason, res.Prompt, werr)
 			}
@@ -428,8 +428,8 @@ func (k *kit) checkSendActive(t *testing.T) {
 			wantReady(t, res)
 			continue
 		}
-		if !errors.Is(err, terminal.ErrSendActive) {
-			t.Fatalf("second StartSend = %v, want %v", err, terminal.ErrSendActive)
+		if !errors.Is(err, termapi.ErrSendActive) {
+			t.Fatalf("second StartSend = %v, want %v", err, termapi.ErrSendActive)
 		}
 		interrupt(t, ctx, s, first)
 		k.echo(t, s, "terminaltest-after")
@@ -445,15 +445,15 @@ func (k *kit) checkStdinWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	if k.opts.ProvesStdinWait {
-		if res.Reason != terminal.WaitStdinRead {
-			t.Fatalf("a send blocked on input settled with %q, want %q", res.Reason, terminal.WaitStdinRead)
+		if res.Reason != termapi.WaitStdinRead {
+			t.Fatalf("a send blocked on input settled with %q, want %q", res.Reason, termapi.WaitStdinRead)
 		}
 	} else {
 		wantReady(t, res)
 	}
 	// The program still waits; an empty send interrupted at once brings the
 	// terminal back, the way a tool recovers.
-	nudge, err := s.StartSend(ctx, terminal.SendRequest{})
+	nudge, err := s.StartSend(ctx, termapi.SendRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +493,7 @@ func (k *kit) checkReadPages(t *testing.T) {
 	for _, text := range texts {
 		k.echo(t, s, text)
 	}
-	read := func(req terminal.ReadRequest) terminal.ReadResult {
+	read := func(req termapi.ReadRequest) termapi.ReadResult {
 		t.Helper()
 		res, err := s.Read(req)
 		if err != nil {
@@ -502,7 +502,7 @@ func (k *kit) checkReadPages(t *testing.T) {
 		return res
 	}
 
-	all := read(terminal.ReadRequest{})
+	all := read(termapi.ReadRequest{})
 	if all.TotalLines < len(texts) || all.LineBegin != 0 || all.LineEnd != lineCount(all.Text) || all.LineEnd > all.TotalLines {
 		t.Fatalf("Read({}) = %+v: inconsistent page", all)
 	}
@@ -524,19 +524,19 @@ func (k *kit) checkReadPages(t *testing.T) {
 	// Line i counted from the newest is page {Offset: i, Count: 1}.
 	lines := strings.Split(all.Text, "\n")
 	for i := range lines {
-		page := read(terminal.ReadRequest{Offset: i, Count: 1})
+		page := read(termapi.ReadRequest{Offset: i, Count: 1})
 		text := lines[len(lines)-1-i]
-		want := terminal.ReadResult{Text: text, TotalLines: all.TotalLines, LineBegin: i, LineEnd: i + lineCount(text)}
+		want := termapi.ReadResult{Text: text, TotalLines: all.TotalLines, LineBegin: i, LineEnd: i + lineCount(text)}
 		if page != want {
 			t.Fatalf("Read({Offset: %d, Count: 1}) = %+v, want %+v", i, page, want)
 		}
 	}
-	two := read(terminal.ReadRequest{Offset: 1, Count: 2})
+	two := read(termapi.ReadRequest{Offset: 1, Count: 2})
 	if want := strings.Join(lines[len(lines)-3:len(lines)-1], "\n"); two.Text != want || two.LineBegin != 1 {
 		t.Fatalf("Read({Offset: 1, Count: 2}) = %+v, want text %q from line 1", two, want)
 	}
 	for _, offset := range []int{all.TotalLines, all.TotalLines + 5} {
-		past := read(terminal.ReadRequest{Offset: offset})
+		past := read(termapi.ReadRequest{Offset: offset})
 		if past.Text != "" || past.LineBegin != offset || past.LineEnd != offset || past.TotalLines != all.TotalLines {
 			t.Fatalf("Read({Offset: %d}) past the end = %+v, want an empty page at %d", offset, past, offset)
 		}
@@ -545,20 +545,20 @@ func (k *kit) checkReadPages(t *testing.T) {
 
 func (k *kit) checkSignalUnsupported(t *testing.T) {
 	s := k.spawn(t)
-	for _, sig := range []terminal.Signal{"SIGUSR1", ""} {
-		if _, err := s.Signal(k.ctx(t), sig); !errors.Is(err, terminal.ErrUnsupportedSignal) {
-			t.Errorf("Signal(%q) = %v, want %v", sig, err, terminal.ErrUnsupportedSignal)
+	for _, sig := range []termapi.Signal{"SIGUSR1", ""} {
+		if _, err := s.Signal(k.ctx(t), sig); !errors.Is(err, termapi.ErrUnsupportedSignal) {
+			t.Errorf("Signal(%q) = %v, want %v", sig, err, termapi.ErrUnsupportedSignal)
 		}
 	}
 }
 
 func (k *kit) checkSignalKillShell(t *testing.T) {
 	s := k.spawn(t)
-	_, err := s.Signal(k.ctx(t), terminal.SIGKILL)
-	if !errors.Is(err, terminal.ErrRefuseKillShell) && !errors.Is(err, terminal.ErrNoForeground) && !errors.Is(err, terminal.ErrUnsupportedSignal) {
+	_, err := s.Signal(k.ctx(t), termapi.SIGKILL)
+	if !errors.Is(err, termapi.ErrRefuseKillShell) && !errors.Is(err, termapi.ErrNoForeground) && !errors.Is(err, termapi.ErrUnsupportedSignal) {
 		t.Fatalf("SIGKILL with the top-level process in the foreground = %v, want a refusal", err)
 	}
-	if st := s.Status(); st != terminal.Running {
+	if st := s.Status(); st != termapi.Running {
 		t.Fatalf("status after the refused SIGKILL = %v", st)
 	}
 	k.echo(t, s, "terminaltest-still-here")
@@ -566,15 +566,15 @@ func (k *kit) checkSignalKillShell(t *testing.T) {
 
 func (k *kit) checkExit(t *testing.T) {
 	s := k.spawn(t)
-	_, res := k.send(t, s, terminal.SendRequest{Text: k.opts.ExitCommand, Submit: true, Stream: true}, true)
-	if res.Reason != terminal.WaitSessionExit {
-		t.Fatalf("the exit command settled with %q, want %q", res.Reason, terminal.WaitSessionExit)
+	_, res := k.send(t, s, termapi.SendRequest{Text: k.opts.ExitCommand, Submit: true, Stream: true}, true)
+	if res.Reason != termapi.WaitSessionExit {
+		t.Fatalf("the exit command settled with %q, want %q", res.Reason, termapi.WaitSessionExit)
 	}
 	if !res.Status.Exited || !s.Status().Exited {
 		t.Fatalf("status after exit: result %v, session %v; want exited", res.Status, s.Status())
 	}
-	if _, err := s.StartSend(k.ctx(t), terminal.SendRequest{Text: "x", Submit: true}); !errors.Is(err, terminal.ErrSessionExited) {
-		t.Fatalf("StartSend after exit = %v, want %v", err, terminal.ErrSessionExited)
+	if _, err := s.StartSend(k.ctx(t), termapi.SendRequest{Text: "x", Submit: true}); !errors.Is(err, termapi.ErrSessionExited) {
+		t.Fatalf("StartSend after exit = %v, want %v", err, termapi.ErrSessionExited)
 	}
 }
 
@@ -582,9 +582,9 @@ func (k *kit) checkCloseIdempotent(t *testing.T) {
 	s := k.spawn(t)
 	k.close(t, s)
 	k.close(t, s)
-	_, err := s.StartSend(k.ctx(t), terminal.SendRequest{Text: "x", Submit: true})
-	if !errors.Is(err, terminal.ErrSessionClosing) && !errors.Is(err, terminal.ErrSessionExited) {
-		t.Fatalf("StartSend after Close = %v, want %v or %v", err, terminal.ErrSessionClosing, terminal.ErrSessionExited)
+	_, err := s.StartSend(k.ctx(t), termapi.SendRequest{Text: "x", Submit: true})
+	if !errors.Is(err, termapi.ErrSessionClosing) && !errors.Is(err, termapi.ErrSessionExited) {
+		t.Fatalf("StartSend after Close = %v, want %v or %v", err, termapi.ErrSessionClosing, termapi.ErrSessionExited)
 	}
 }
 
@@ -613,8 +613,8 @@ func (k *kit) checkCloseDuringSend(t *testing.T) {
 	}
 	wantGone(t, s)
 	// The send must settle (as an exit, or with an error) rather than hang.
-	if res, err := send.Wait(ctx); err == nil && res.Reason != terminal.WaitSessionExit {
-		t.Fatalf("a send cut off by Close settled with %q, want %q or an error", res.Reason, terminal.WaitSessionExit)
+	if res, err := send.Wait(ctx); err == nil && res.Reason != termapi.WaitSessionExit {
+		t.Fatalf("a send cut off by Close settled with %q, want %q or an error", res.Reason, termapi.WaitSessionExit)
 	} else if err != nil && ctx.Err() != nil {
 		t.Fatalf("a send cut off by Close did not settle: %v", err)
 	}
@@ -622,20 +622,20 @@ func (k *kit) checkCloseDuringSend(t *testing.T) {
 
 // executes reports whether the backend's sessions run commands.
 func (k *kit) executes(t *testing.T) bool {
-	_, ok := k.spawn(t).(terminal.Executor)
+	_, ok := k.spawn(t).(termapi.Executor)
 	return ok
 }
 
 // exec runs command through Exec, streaming, within one step.
-func (k *kit) exec(t *testing.T, s terminal.Session, command string) (string, terminal.SendResult) {
+func (k *kit) exec(t *testing.T, s termapi.Session, command string) (string, termapi.SendResult) {
 	t.Helper()
 	return Exec(t, k.ctx(t), s, command)
 }
 
 // wantCompleted checks that a command ran to its end with status code.
-func wantCompleted(t *testing.T, res terminal.SendResult, code int) {
+func wantCompleted(t *testing.T, res termapi.SendResult, code int) {
 	t.Helper()
-	if res.Exec.State != terminal.ExecCompleted || res.Exec.ExitCode != code || !res.Prompt || res.Reason != terminal.WaitStdinRead {
+	if res.Exec.State != termapi.ExecCompleted || res.Exec.ExitCode != code || !res.Prompt || res.Reason != termapi.WaitStdinRead {
 		t.Fatalf("settled %s (prompt %v) with %+v, want completed with status %d", res.Reason, res.Prompt, *res.Exec, code)
 	}
 }
@@ -652,7 +652,7 @@ func (k *kit) checkExecOutput(t *testing.T) {
 			t.Fatalf("the second command's output repeats the first's:\n%s", out)
 		}
 	}
-	if _, err := s.(terminal.Executor).Exec(k.ctx(t), terminal.ExecRequest{}); err == nil {
+	if _, err := s.(termapi.Executor).Exec(k.ctx(t), termapi.ExecRequest{}); err == nil {
 		t.Fatal("Exec of an empty command succeeded")
 	}
 }
@@ -676,9 +676,9 @@ func (k *kit) checkExecBusy(t *testing.T) {
 	}
 	s := k.spawn(t)
 	ctx, first := k.startRead(t, s)
-	_, err := s.(terminal.Executor).Exec(ctx, terminal.ExecRequest{Command: k.opts.EchoCommand("terminaltest-busy")})
-	if !errors.Is(err, terminal.ErrSendActive) && !errors.Is(err, terminal.ErrShellBusy) {
-		t.Fatalf("Exec while a send is live = %v, want %v or %v", err, terminal.ErrSendActive, terminal.ErrShellBusy)
+	_, err := s.(termapi.Executor).Exec(ctx, termapi.ExecRequest{Command: k.opts.EchoCommand("terminaltest-busy")})
+	if !errors.Is(err, termapi.ErrSendActive) && !errors.Is(err, termapi.ErrShellBusy) {
+		t.Fatalf("Exec while a send is live = %v, want %v or %v", err, termapi.ErrSendActive, termapi.ErrShellBusy)
 	}
 	interrupt(t, ctx, s, first)
 	_, res := k.exec(t, s, k.opts.EchoCommand("terminaltest-after-busy"))
@@ -694,15 +694,15 @@ func (k *kit) checkExecStdinWait(t *testing.T) {
 	}
 	s := k.spawn(t)
 	_, res := k.exec(t, s, k.opts.ReadCommand)
-	if res.Reason != terminal.WaitStdinRead || res.Prompt || res.Exec.State != terminal.ExecRunning {
+	if res.Reason != termapi.WaitStdinRead || res.Prompt || res.Exec.State != termapi.ExecRunning {
 		t.Fatalf("a command waiting for input settled %s (prompt %v) with %+v, want stdin_read and running", res.Reason, res.Prompt, *res.Exec)
 	}
 	ctx := k.ctx(t)
-	if _, err := s.Signal(ctx, terminal.SIGINT); err != nil {
+	if _, err := s.Signal(ctx, termapi.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	_, res = k.send(t, s, terminal.SendRequest{Stream: true}, true)
-	if !res.Prompt || res.Exec == nil || (res.Exec.State != terminal.ExecAbandoned && res.Exec.State != terminal.ExecCompleted) {
+	_, res = k.send(t, s, termapi.SendRequest{Stream: true}, true)
+	if !res.Prompt || res.Exec == nil || (res.Exec.State != termapi.ExecAbandoned && res.Exec.State != termapi.ExecCompleted) {
 		t.Fatalf("after the interrupt: %s (prompt %v) with %+v, want the shell back and the command ended", res.Reason, res.Prompt, res.Exec)
 	}
 	_, res = k.exec(t, s, k.opts.EchoCommand("terminaltest-after-wait"))
@@ -717,11 +717,11 @@ func (k *kit) checkExecExit(t *testing.T) {
 	}
 	s := k.spawn(t)
 	_, res := k.exec(t, s, k.opts.ExitCommand)
-	if res.Reason != terminal.WaitSessionExit || !res.Status.Exited || res.Exec.State != terminal.ExecRunning {
+	if res.Reason != termapi.WaitSessionExit || !res.Status.Exited || res.Exec.State != termapi.ExecRunning {
 		t.Fatalf("the exit command settled %s with %v and %+v, want session_exit after the command ran", res.Reason, res.Status, *res.Exec)
 	}
-	_, err := s.(terminal.Executor).Exec(k.ctx(t), terminal.ExecRequest{Command: k.opts.EchoCommand("x")})
-	if !errors.Is(err, terminal.ErrSessionExited) {
-		t.Fatalf("Exec after the exit = %v, want %v", err, terminal.ErrSessionExited)
+	_, err := s.(termapi.Executor).Exec(k.ctx(t), termapi.ExecRequest{Command: k.opts.EchoCommand("x")})
+	if !errors.Is(err, termapi.ErrSessionExited) {
+		t.Fatalf("Exec after the exit = %v, want %v", err, termapi.ErrSessionExited)
 	}
 }

@@ -9,9 +9,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"go.uber.org/goleak"
 
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
@@ -19,7 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestMemoryBackend(t *testing.T) {
 	terminaltest.CheckGoroutines(t)
-	terminaltest.TestBackend(t, func(*testing.T) terminal.Backend { return memBackend{} }, terminaltest.Options{
+	terminaltest.TestBackend(t, func(*testing.T) termapi.Backend { return memBackend{} }, terminaltest.Options{
 		EchoCommand:     func(text string) string { return "say " + text },
 		ReadCommand:     "wait-input",
 		ProvesStdinWait: true,
@@ -30,7 +31,7 @@ func TestMemoryBackend(t *testing.T) {
 // Without the optional commands the checks that need them are skipped, and
 // the rest still pass.
 func TestMemoryBackendMinimal(t *testing.T) {
-	terminaltest.TestBackend(t, func(*testing.T) terminal.Backend { return memBackend{} }, terminaltest.Options{
+	terminaltest.TestBackend(t, func(*testing.T) termapi.Backend { return memBackend{} }, terminaltest.Options{
 		EchoCommand: func(text string) string { return "say " + text },
 	})
 }
@@ -51,18 +52,18 @@ const prompt = "mem> "
 
 func (memBackend) Type() string { return "memory" }
 
-func (memBackend) Spawn(ctx context.Context, _ terminal.SpawnSpec) (terminal.Session, error) {
+func (memBackend) Spawn(ctx context.Context, _ termapi.SpawnSpec) (termapi.Session, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
-	return &memSession{status: terminal.Running, partial: prompt}, nil
+	return &memSession{status: termapi.Running, partial: prompt}, nil
 }
 
 type memSession struct {
 	mu      sync.Mutex
 	lines   []string // complete lines of scrollback
 	partial string   // the line being written
-	status  terminal.Status
+	status  termapi.Status
 	closed  bool
 	reading bool     // the foreground program waits for a line
 	send    *memSend // the live send
@@ -71,7 +72,7 @@ type memSession struct {
 func (s *memSession) Motd() string { return prompt }
 func (s *memSession) PID() int     { return 0 }
 
-func (s *memSession) Status() terminal.Status {
+func (s *memSession) Status() termapi.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status
@@ -79,16 +80,16 @@ func (s *memSession) Status() terminal.Status {
 
 // StartSend ignores ctx: every send settles by itself or at the first
 // observation, so there is nothing for ctx to bound.
-func (s *memSession) StartSend(_ context.Context, req terminal.SendRequest) (terminal.Send, error) {
+func (s *memSession) StartSend(_ context.Context, req termapi.SendRequest) (termapi.Send, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		return nil, fmt.Errorf("memory session: %w", terminal.ErrSessionClosing)
+		return nil, fmt.Errorf("memory session: %w", termapi.ErrSessionClosing)
 	case s.status.Exited:
-		return nil, fmt.Errorf("memory session: %w", terminal.ErrSessionExited)
+		return nil, fmt.Errorf("memory session: %w", termapi.ErrSessionExited)
 	case s.send != nil:
-		return nil, fmt.Errorf("memory session: %w", terminal.ErrSendActive)
+		return nil, fmt.Errorf("memory session: %w", termapi.ErrSendActive)
 	}
 	send := &memSend{s: s}
 	s.send = send
@@ -97,7 +98,7 @@ func (s *memSession) StartSend(_ context.Context, req terminal.SendRequest) (ter
 		s.enter()
 	}
 	if s.send == send && !s.reading {
-		s.settle(terminal.WaitStdinRead)
+		s.settle(termapi.WaitStdinRead)
 	}
 	return send, nil
 }
@@ -122,8 +123,8 @@ func (s *memSession) enter() {
 		s.partial = ""
 	case cmd == "quit":
 		s.partial = ""
-		s.status = terminal.Status{Exited: true, ExitCode: 0}
-		s.settle(terminal.WaitSessionExit)
+		s.status = termapi.Status{Exited: true, ExitCode: 0}
+		s.settle(termapi.WaitSessionExit)
 	case cmd != "":
 		s.emit("mem: unknown command: " + cmd)
 	}
@@ -141,14 +142,14 @@ func (s *memSession) emit(line string) {
 // settle ends the live send. The viewport is a snapshot of what Output has
 // not returned yet, plus the line being written; Output still returns those
 // lines afterwards, so a streaming caller misses nothing.
-func (s *memSession) settle(reason terminal.WaitReason) {
+func (s *memSession) settle(reason termapi.WaitReason) {
 	send := s.send
 	var viewport strings.Builder
 	for _, line := range send.out {
 		viewport.WriteString(line + "\n")
 	}
 	viewport.WriteString(s.partial)
-	send.result = terminal.SendResult{Reason: reason, Viewport: viewport.String(), Status: s.status}
+	send.result = termapi.SendResult{Reason: reason, Viewport: viewport.String(), Status: s.status}
 	s.send = nil
 }
 
@@ -158,13 +159,13 @@ func (s *memSession) interrupt() {
 	s.emit("^C")
 	s.partial = prompt
 	if s.send != nil {
-		s.settle(terminal.WaitStdinRead)
+		s.settle(termapi.WaitStdinRead)
 	}
 }
 
-func (s *memSession) Read(req terminal.ReadRequest) (terminal.ReadResult, error) {
+func (s *memSession) Read(req termapi.ReadRequest) (termapi.ReadResult, error) {
 	if req.Offset < 0 || req.Count < 0 {
-		return terminal.ReadResult{}, fmt.Errorf("memory session: bad page %+v", req)
+		return termapi.ReadResult{}, fmt.Errorf("memory session: bad page %+v", req)
 	}
 	count := req.Count
 	if count == 0 {
@@ -178,7 +179,7 @@ func (s *memSession) Read(req terminal.ReadRequest) (terminal.ReadResult, error)
 		total = 0
 	}
 	if req.Offset >= total {
-		return terminal.ReadResult{TotalLines: total, LineBegin: req.Offset, LineEnd: req.Offset}, nil
+		return termapi.ReadResult{TotalLines: total, LineBegin: req.Offset, LineEnd: req.Offset}, nil
 	}
 	end := total - req.Offset
 	text := strings.Join(segments[max(0, end-count):end], "\n")
@@ -186,27 +187,27 @@ func (s *memSession) Read(req terminal.ReadRequest) (terminal.ReadResult, error)
 	if text != "" {
 		n = strings.Count(text, "\n") + 1
 	}
-	return terminal.ReadResult{Text: text, TotalLines: total, LineBegin: req.Offset, LineEnd: req.Offset + n}, nil
+	return termapi.ReadResult{Text: text, TotalLines: total, LineBegin: req.Offset, LineEnd: req.Offset + n}, nil
 }
 
-func (s *memSession) Signal(_ context.Context, sig terminal.Signal) (terminal.SignalResult, error) {
+func (s *memSession) Signal(_ context.Context, sig termapi.Signal) (termapi.SignalResult, error) {
 	switch sig {
-	case terminal.SIGINT, terminal.SIGTERM, terminal.SIGKILL, terminal.SIGTSTP, terminal.SIGHUP:
+	case termapi.SIGINT, termapi.SIGTERM, termapi.SIGKILL, termapi.SIGTSTP, termapi.SIGHUP:
 	default:
-		return terminal.SignalResult{}, fmt.Errorf("memory session: %q: %w", sig, terminal.ErrUnsupportedSignal)
+		return termapi.SignalResult{}, fmt.Errorf("memory session: %q: %w", sig, termapi.ErrUnsupportedSignal)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.closed || s.status.Exited:
-		return terminal.SignalResult{}, fmt.Errorf("memory session: %w", terminal.ErrSessionExited)
+		return termapi.SignalResult{}, fmt.Errorf("memory session: %w", termapi.ErrSessionExited)
 	case s.reading:
 		s.interrupt()
-	case sig == terminal.SIGKILL:
-		return terminal.SignalResult{}, fmt.Errorf("memory session: %w", terminal.ErrRefuseKillShell)
+	case sig == termapi.SIGKILL:
+		return termapi.SignalResult{}, fmt.Errorf("memory session: %w", termapi.ErrRefuseKillShell)
 	}
 	// The shell itself ignores the other signals, as an interactive one does.
-	return terminal.SignalResult{}, nil
+	return termapi.SignalResult{}, nil
 }
 
 func (s *memSession) Close(context.Context, string) error {
@@ -217,10 +218,10 @@ func (s *memSession) Close(context.Context, string) error {
 	}
 	s.closed = true
 	if !s.status.Exited {
-		s.status = terminal.Status{Exited: true, ExitCode: -1, Signal: "SIGHUP"}
+		s.status = termapi.Status{Exited: true, ExitCode: -1, Signal: "SIGHUP"}
 	}
 	if s.send != nil {
-		s.settle(terminal.WaitSessionExit)
+		s.settle(termapi.WaitSessionExit)
 	}
 	return nil
 }
@@ -229,14 +230,14 @@ type memSend struct {
 	s *memSession
 	// Guarded by s.mu.
 	out    []string // lines not yet returned by Output
-	result terminal.SendResult
+	result termapi.SendResult
 }
 
 // observe settles a send that waits on input: being looked at is what
 // proves the wait in memory.
 func (m *memSend) observe() {
 	if m.s.send == m && m.s.reading {
-		m.s.settle(terminal.WaitStdinRead)
+		m.s.settle(termapi.WaitStdinRead)
 	}
 }
 
@@ -252,7 +253,7 @@ func (m *memSend) Output(context.Context) (string, error) {
 	return "", io.EOF
 }
 
-func (m *memSend) Wait(context.Context) (terminal.SendResult, error) {
+func (m *memSend) Wait(context.Context) (termapi.SendResult, error) {
 	m.s.mu.Lock()
 	defer m.s.mu.Unlock()
 	m.observe()

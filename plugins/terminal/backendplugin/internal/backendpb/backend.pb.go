@@ -199,7 +199,7 @@ type SpawnResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Motd  []byte                 `protobuf:"bytes,1,opt,name=motd,proto3" json:"motd,omitempty"`
 	Pid   int64                  `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"`
-	// The session implements terminal.Executor.
+	// The session implements termapi.Executor.
 	Executor bool `protobuf:"varint,3,opt,name=executor,proto3" json:"executor,omitempty"`
 	// The sandbox mode the session runs in.
 	SandboxMode   string `protobuf:"bytes,4,opt,name=sandbox_mode,json=sandboxMode,proto3" json:"sandbox_mode,omitempty"`

@@ -39,7 +39,7 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// Backend is terminal.Backend and terminal.Session, with sessions named by
+// Backend is termapi.Backend and termapi.Session, with sessions named by
 // the id the terminals service minted for them.
 type BackendClient interface {
 	// Configure builds the backend from the deployment entry's config. It is
@@ -145,7 +145,7 @@ type Backend_SendClient = grpc.BidiStreamingClient[SendControl, SendEvent]
 // All implementations must embed UnimplementedBackendServer
 // for forward compatibility.
 //
-// Backend is terminal.Backend and terminal.Session, with sessions named by
+// Backend is termapi.Backend and termapi.Session, with sessions named by
 // the id the terminals service minted for them.
 type BackendServer interface {
 	// Configure builds the backend from the deployment entry's config. It is

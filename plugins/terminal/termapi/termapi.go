@@ -1,4 +1,4 @@
-package terminal
+package termapi
 
 import (
 	"context"
@@ -316,26 +316,17 @@ type SignalResult struct {
 // Errors that callers branch on. Messages wrap them with the session id or
 // backend type.
 var (
-	ErrDuplicateBackend  = errors.New("terminal: backend type already registered")
-	ErrNoBackend         = errors.New("terminal: no backend for type")
 	ErrNoSession         = errors.New("terminal: unknown session")
-	ErrOwnerNotLive      = errors.New("terminal: owner is not live")
-	ErrDuplicateName     = errors.New("terminal: session name taken")
 	ErrSendActive        = errors.New("terminal: session already has an active send")
 	ErrSessionClosing    = errors.New("terminal: session is closing")
 	ErrSessionExited     = errors.New("terminal: session has exited")
-	ErrServiceClosing    = errors.New("terminal: service is closing")
 	ErrUnsupportedSignal = errors.New("terminal: unsupported signal")
 	ErrNoForeground      = errors.New("terminal: cannot resolve the foreground process group")
 	ErrRefuseKillShell   = errors.New("terminal: refusing to SIGKILL the terminal shell; close the session instead")
-	ErrExecUnsupported   = errors.New("terminal: session cannot run commands (not an Executor)")
 	ErrShellBusy         = errors.New("terminal: the shell is not at its prompt")
 	// ErrSandboxUnsupported: the backend cannot enforce the sandbox mode a
 	// spawn asks for.
 	ErrSandboxUnsupported = errors.New("terminal: the backend cannot enforce this sandbox mode")
-	// ErrSandboxModeFenced: an owner's sandbox mode cannot change while it
-	// has sessions open or being created.
-	ErrSandboxModeFenced = errors.New("terminal: sandbox mode is fenced by open sessions")
 	// ErrInvalidSandboxMode: not one of SandboxModes.
 	ErrInvalidSandboxMode = errors.New("terminal: invalid sandbox mode")
 )
