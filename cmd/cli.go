@@ -44,8 +44,8 @@ var version = ""
 type globals struct {
 	deployment string
 	logLevel   string
-	// checkInvariants loads the invariants service and the companions of
-	// the deployment's plugins.
+	// checkInvariants loads the invariants service, which runs the checks
+	// of the deployment's plugins.
 	checkInvariants bool
 	stdin           io.Reader
 	stdout          io.Writer
@@ -178,7 +178,7 @@ func (g *globals) loadHost(ctx context.Context) (*host.Host, error) {
 		return nil, err
 	}
 	if g.checkInvariants || os.Getenv(checkInvariantsEnv) == "1" {
-		invariant.Augment(d, host.DefaultRegistry())
+		invariant.Augment(d)
 	}
 	return host.Load(ctx, d, host.WithLogger(logger))
 }

@@ -40,14 +40,14 @@ func init() {
 		Name:   "clitest",
 		Inject: []host.Key{host.ToolsKey},
 		Config: func() any { return &clitestConfig{Greeting: "hello", Repeat: 1} },
-		Apply: host.Typed(func(pctx *host.Context, cfg *clitestConfig) error {
+		Apply: host.Typed(func(pctx *host.Context, cfg *clitestConfig) (any, error) {
 			tool, err := host.NewTool("greet", "Greet someone.", func(_ context.Context, o *host.Owner, a greetArgs) (string, error) {
 				return strings.Repeat(cfg.Greeting+" "+a.Name+" from "+filepath.Base(o.Workdir())+"\n", cfg.Repeat), nil
 			})
 			if err != nil {
-				return err
+				return nil, err
 			}
-			return host.AddTool(pctx, tool)
+			return nil, host.AddTool(pctx, tool)
 		}),
 	})
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
+	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/internal/mcpfront"
-	"github.com/dshdev/dsh/plugins/terminal"
-	bashtool "github.com/dshdev/dsh/plugins/tool-bash-persistent"
 )
 
 // metrics is what --metrics serves, in the Prometheus text format.
@@ -28,7 +28,7 @@ type metrics struct {
 	latency *prometheus.HistogramVec
 }
 
-func newMetrics(front func() *mcpfront.Front) *metrics {
+func newMetrics(front func() *mcpfront.Front, instances func() []host.Instance) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -45,9 +45,6 @@ func newMetrics(front func() *mcpfront.Front) *metrics {
 	gauge := func(name, help string, value func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, value)
 	}
-	counter := func(name, help string, value func() float64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, value)
-	}
 	m.reg.MustRegister(
 		m.calls, m.latency,
 		gauge("dsh_sessions", "Open MCP sessions (one owner each).", func() float64 {
@@ -56,20 +53,63 @@ func newMetrics(front func() *mcpfront.Front) *metrics {
 			}
 			return 0
 		}),
-		gauge("dsh_shells", "Live terminal sessions (shells).", func() float64 { return float64(terminal.LiveSessions()) }),
-		counter("dsh_bash_resets_total", "Shells the bash tool closed during a call (timeout under reset, a dead or stuck shell, a cancellation).", func() float64 {
-			return float64(bashtool.Stats().Resets)
-		}),
-		counter("dsh_bash_stdin_interrupts_total", "Commands the bash tool interrupted because they waited for input.", func() float64 {
-			return float64(bashtool.Stats().StdinInterrupts)
-		}),
-		counter("dsh_bash_timeouts_total", "bash calls that ran past timeoutMs.", func() float64 {
-			return float64(bashtool.Stats().Timeouts)
-		}),
+		pluginMetrics{instances},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
+}
+
+// pluginMetrics exports the metrics of the host's plugin instances that
+// are collectors (the terminals service's shells, the bash tool's resets,
+// …). The plugins are not imported here: whatever a loaded plugin
+// measures is served. Instances of one plugin share their metrics'
+// descriptions, and their values are added up, so a deployment that loads
+// a plugin twice (in two groups) still serves one series per metric.
+type pluginMetrics struct {
+	instances func() []host.Instance
+}
+
+// Describe sends nothing: what the plugins measure is known once they
+// are loaded, after the registry was made, so the collector is unchecked.
+func (pluginMetrics) Describe(chan<- *prometheus.Desc) {}
+
+// Collect adds up the values of each description over the instances.
+func (c pluginMetrics) Collect(ch chan<- prometheus.Metric) {
+	type sum struct {
+		kind  prometheus.ValueType
+		value float64
+	}
+	sums := make(map[*prometheus.Desc]*sum)
+	var order []*prometheus.Desc
+	for _, inst := range c.instances() {
+		col, ok := inst.Value.(prometheus.Collector)
+		if !ok {
+			continue
+		}
+		got := make(chan prometheus.Metric)
+		go func() { col.Collect(got); close(got) }()
+		for m := range got {
+			var pb dto.Metric
+			if m.Write(&pb) != nil {
+				continue
+			}
+			kind, value := prometheus.GaugeValue, pb.GetGauge().GetValue()
+			if pb.Counter != nil {
+				kind, value = prometheus.CounterValue, pb.GetCounter().GetValue()
+			}
+			s := sums[m.Desc()]
+			if s == nil {
+				s = &sum{kind: kind}
+				sums[m.Desc()] = s
+				order = append(order, m.Desc())
+			}
+			s.value += value
+		}
+	}
+	for _, d := range order {
+		ch <- prometheus.MustNewConstMetric(d, sums[d].kind, sums[d].value)
+	}
 }
 
 // ObserveCall implements mcpfront.CallObserver.

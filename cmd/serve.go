@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/internal/mcpfront"
 )
 
@@ -168,13 +169,19 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 	var side []string
 	var front *mcpfront.Front
 	var m *metrics
+	var h *host.Host
 	var metricsLn, pprofLn net.Listener
 	if f.metricsAddr != "" {
 		if metricsLn, err = listenLoopback("metrics", f.metricsAddr); err != nil {
 			return err
 		}
 		defer metricsLn.Close()
-		m = newMetrics(func() *mcpfront.Front { return front })
+		m = newMetrics(func() *mcpfront.Front { return front }, func() []host.Instance {
+			if h == nil {
+				return nil
+			}
+			return h.Instances()
+		})
 		side = append(side, fmt.Sprintf("metrics at http://%s/metrics", metricsLn.Addr()))
 	}
 	if f.pprofAddr != "" {
@@ -195,7 +202,7 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 	sigpipe := make(chan os.Signal, 1)
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
-	h, err := g.loadHost(ctx)
+	h, err = g.loadHost(ctx)
 	if err != nil {
 		return err
 	}

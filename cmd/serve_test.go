@@ -69,10 +69,10 @@ func init() {
 	host.Register(host.Plugin{
 		Name:   "fakebash",
 		Inject: []host.Key{host.ToolsKey},
-		Apply: func(pctx *host.Context, _ any) error {
+		Apply: func(pctx *host.Context, _ any) (any, error) {
 			tools, err := host.Service[*host.Tools](pctx, host.ToolsKey)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			tool, err := host.NewTool(replTool, "A fake bash for tests.", func(ctx context.Context, o *host.Owner, a fakeBashArgs) (string, error) {
 				switch a.Command {
@@ -102,14 +102,14 @@ func init() {
 				return "ran: " + a.Command + "\n", nil
 			})
 			if err != nil {
-				return err
+				return nil, err
 			}
 			unregister, err := tools.Register(tool)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			pctx.Defer(func(context.Context) error { unregister(); return nil })
-			return nil
+			return nil, nil
 		},
 	})
 }

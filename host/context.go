@@ -23,6 +23,7 @@ type Context struct {
 	services map[Key]any // injected services, resolved before Apply
 	provided map[Key]bool
 	cleanups []func(context.Context) error
+	instance any // what Apply returned
 	unloaded bool
 }
 
@@ -98,6 +99,21 @@ func Service[T any](c *Context, key Key) (T, error) {
 	return t, nil
 }
 
+// Instance returns the plugin's instance, if its Apply returned one.
+func (c *Context) Instance() (Instance, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.instance == nil || c.unloaded {
+		return Instance{}, false
+	}
+	return Instance{Entry: c.EntryID(), Plugin: c.PluginName(), Value: c.instance}, true
+}
+
+// Instances returns the instances of every plugin of the host that is
+// loaded now (see Host.Instances). A plugin that observes the others, as
+// the invariants service does, looks them up when it needs them.
+func (c *Context) Instances() []Instance { return c.host.Instances() }
+
 // unload cancels the lifetime and runs the cleanups in reverse order.
 func (c *Context) unload(ctx context.Context) error {
 	c.mu.Lock()
@@ -108,11 +124,19 @@ func (c *Context) unload(ctx context.Context) error {
 	c.unloaded = true
 	cleanups := c.cleanups
 	c.cleanups = nil
+	instance := c.instance
 	c.mu.Unlock()
 	c.cancel(ErrUnloaded)
 	var errs []error
 	for i := len(cleanups) - 1; i >= 0; i-- {
 		if err := runCleanup(ctx, cleanups[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// The instance closes last: its plugin's registrations are undone by
+	// then, so nothing new reaches it while it closes.
+	if closer, ok := instance.(Closer); ok {
+		if err := runCleanup(ctx, closer.Close); err != nil {
 			errs = append(errs, err)
 		}
 	}

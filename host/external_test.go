@@ -37,7 +37,7 @@ func TestExternalEntries(t *testing.T) {
 				if strings.HasSuffix(path, "refused") {
 					return Plugin{}, errors.New("cannot load " + path)
 				}
-				return Plugin{Name: name, Apply: func(*Context, any) error { return nil }}, nil
+				return Plugin{Name: name, Apply: func(*Context, any) (any, error) { return nil, nil }}, nil
 			})
 			d, err := ParseDeployment("deploy.yaml", []byte("- id: ext\n  name: "+tt.entry+"\n"), nil)
 			if err != nil {
@@ -82,5 +82,5 @@ func TestRegisterRefusesSlash(t *testing.T) {
 			t.Error("a plugin name with a slash was registered")
 		}
 	}()
-	NewRegistry().Register(Plugin{Name: "a/b", Apply: func(*Context, any) error { return nil }})
+	NewRegistry().Register(Plugin{Name: "a/b", Apply: func(*Context, any) (any, error) { return nil, nil }})
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"path/filepath"
+	"slices"
 	"sync"
 )
 
@@ -102,7 +103,11 @@ func (h *Host) apply(ctx context.Context, s *Step) error {
 	fail := func(err error) error {
 		return &DeploymentError{File: h.plan.Source, Line: s.Entry.Line, Entry: s.Entry.Path, Plugin: s.Plugin.Name, Err: err}
 	}
-	if err := safeApply(pctx, s); err != nil {
+	instance, err := safeApply(pctx, s)
+	pctx.mu.Lock()
+	pctx.instance = instance // closed at unload even when Apply failed
+	pctx.mu.Unlock()
+	if err != nil {
 		return fail(err)
 	}
 	pctx.mu.Lock()
@@ -117,13 +122,28 @@ func (h *Host) apply(ctx context.Context, s *Step) error {
 	return nil
 }
 
-func safeApply(pctx *Context, s *Step) (err error) {
+func safeApply(pctx *Context, s *Step) (instance any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("plugin %s panicked while starting: %v", s.Plugin.Name, r)
 		}
 	}()
 	return s.Plugin.Apply(pctx, s.Config)
+}
+
+// Instances returns the instances of the plugins loaded now, in load
+// order; a plugin whose Apply returned nil has none.
+func (h *Host) Instances() []Instance {
+	h.mu.Lock()
+	loaded := slices.Clone(h.loaded)
+	h.mu.Unlock()
+	var out []Instance
+	for _, c := range loaded {
+		if inst, ok := c.Instance(); ok {
+			out = append(out, inst)
+		}
+	}
+	return out
 }
 
 // Plan returns the plan the host was started from.

@@ -408,7 +408,7 @@ func TestExpandEnv(t *testing.T) {
 func TestCloseRunsCleanupsInReverseAndJoinsErrors(t *testing.T) {
 	reg := NewRegistry()
 	var order []string
-	reg.Register(Plugin{Name: "p", Apply: func(pctx *Context, _ any) error {
+	reg.Register(Plugin{Name: "p", Apply: func(pctx *Context, _ any) (any, error) {
 		for i := range 3 {
 			pctx.Defer(func(ctx context.Context) error {
 				order = append(order, pctx.EntryID()+string(rune('0'+i)))
@@ -419,7 +419,7 @@ func TestCloseRunsCleanupsInReverseAndJoinsErrors(t *testing.T) {
 			})
 		}
 		pctx.Defer(func(context.Context) error { panic("bad cleanup") })
-		return nil
+		return nil, nil
 	}})
 	d := parse(t, "- {id: first, name: p}\n- {id: second, name: p}\n")
 	h, err := Load(t.Context(), d, WithRegistry(reg))
@@ -457,7 +457,7 @@ func TestFailedStartUnloadsStartedPlugins(t *testing.T) {
 func TestLifetimeCancelledOnUnload(t *testing.T) {
 	reg := NewRegistry()
 	var lifetime context.Context
-	reg.Register(Plugin{Name: "p", Apply: func(pctx *Context, _ any) error {
+	reg.Register(Plugin{Name: "p", Apply: func(pctx *Context, _ any) (any, error) {
 		lifetime = pctx.Lifetime()
 		pctx.Defer(func(context.Context) error {
 			if lifetime.Err() == nil {
@@ -465,7 +465,7 @@ func TestLifetimeCancelledOnUnload(t *testing.T) {
 			}
 			return nil
 		})
-		return nil
+		return nil, nil
 	}})
 	h, err := Load(t.Context(), parse(t, "- {id: p, name: p}\n"), WithRegistry(reg))
 	if err != nil {
@@ -485,13 +485,13 @@ func TestLifetimeCancelledOnUnload(t *testing.T) {
 func TestServiceLookupIsLimitedToInjectedKeys(t *testing.T) {
 	reg := testRegistry(&recorder{})
 	var lookupErr error
-	reg.Register(Plugin{Name: "nosy", Apply: func(pctx *Context, _ any) error {
+	reg.Register(Plugin{Name: "nosy", Apply: func(pctx *Context, _ any) (any, error) {
 		_, lookupErr = Service[*service](pctx, "alpha")
-		return nil
+		return nil, nil
 	}})
-	reg.Register(Plugin{Name: "wrongtype", Inject: []Key{"alpha"}, Apply: func(pctx *Context, _ any) error {
+	reg.Register(Plugin{Name: "wrongtype", Inject: []Key{"alpha"}, Apply: func(pctx *Context, _ any) (any, error) {
 		_, err := Service[*Tools](pctx, "alpha")
-		return err
+		return nil, err
 	}})
 	h, err := Load(t.Context(), parse(t, "- {id: p, name: svc-alpha}\n- {id: n, name: nosy}\n"), WithRegistry(reg))
 	if err != nil {
@@ -508,7 +508,7 @@ func TestServiceLookupIsLimitedToInjectedKeys(t *testing.T) {
 }
 
 func TestRegisterPanicsOnProgrammerErrors(t *testing.T) {
-	apply := func(*Context, any) error { return nil }
+	apply := func(*Context, any) (any, error) { return nil, nil }
 	tests := []struct {
 		name string
 		p    Plugin

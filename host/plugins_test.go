@@ -68,52 +68,52 @@ func testRegistry(rec *recorder) *Registry {
 			Name:     "svc-" + string(key),
 			Provides: []Key{key},
 			Config:   func() any { return &testConfig{Label: "default", Limit: 5} },
-			Apply: Typed(func(pctx *Context, cfg *testConfig) error {
+			Apply: Typed(func(pctx *Context, cfg *testConfig) (any, error) {
 				rec.add("start %s", pctx.EntryID())
 				if err := pctx.Provide(key, &service{name: pctx.EntryID(), label: cfg.Label}); err != nil {
-					return err
+					return nil, err
 				}
 				pctx.Defer(func(context.Context) error {
 					rec.add("stop %s", pctx.EntryID())
 					return nil
 				})
-				return nil
+				return nil, nil
 			}),
 		})
 		reg.Register(Plugin{
 			Name:   "use-" + string(key),
 			Inject: []Key{key},
-			Apply: func(pctx *Context, _ any) error {
+			Apply: func(pctx *Context, _ any) (any, error) {
 				svc, err := Service[*service](pctx, key)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				rec.add("start %s using %s", pctx.EntryID(), svc.name)
 				pctx.Defer(func(context.Context) error {
 					rec.add("stop %s", pctx.EntryID())
 					return nil
 				})
-				return nil
+				return nil, nil
 			},
 		})
 	}
 	reg.Register(Plugin{Name: "a", Inject: []Key{"y"}, Provides: []Key{"x"}, Apply: provideAll})
 	reg.Register(Plugin{Name: "b", Inject: []Key{"x"}, Provides: []Key{"y"}, Apply: provideAll})
-	reg.Register(Plugin{Name: "fail", Apply: func(*Context, any) error { return errors.New("boom") }})
-	reg.Register(Plugin{Name: "panic", Apply: func(*Context, any) error { panic("kaboom") }})
-	reg.Register(Plugin{Name: "lazy", Provides: []Key{"lazy"}, Apply: func(*Context, any) error { return nil }})
+	reg.Register(Plugin{Name: "fail", Apply: func(*Context, any) (any, error) { return nil, errors.New("boom") }})
+	reg.Register(Plugin{Name: "panic", Apply: func(*Context, any) (any, error) { panic("kaboom") }})
+	reg.Register(Plugin{Name: "lazy", Provides: []Key{"lazy"}, Apply: func(*Context, any) (any, error) { return nil, nil }})
 	return reg
 }
 
 type service struct{ name, label string }
 
-func provideAll(pctx *Context, _ any) error {
+func provideAll(pctx *Context, _ any) (any, error) {
 	for _, key := range pctx.step.Plugin.Provides {
 		if err := pctx.Provide(key, &service{name: pctx.EntryID()}); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 func parse(t *testing.T, yamlText string) *Deployment {
@@ -123,4 +123,48 @@ func parse(t *testing.T, yamlText string) *Deployment {
 		t.Fatalf("parse: %v", err)
 	}
 	return d
+}
+
+// closingInstance records when it is closed, relative to its plugin's own
+// cleanups.
+type closingInstance struct{ events *[]string }
+
+func (c closingInstance) Close(context.Context) error {
+	*c.events = append(*c.events, "instance closed")
+	return errors.New("close failed")
+}
+
+// An instance is listed while its plugin is loaded, and closed when it
+// unloads, after the cleanups the plugin deferred; its error is the
+// unload's.
+func TestInstanceListedThenClosedLast(t *testing.T) {
+	var events []string
+	reg := NewRegistry()
+	reg.Register(Plugin{Name: "inst", Apply: func(pctx *Context, _ any) (any, error) {
+		pctx.Defer(func(context.Context) error { events = append(events, "cleanup"); return nil })
+		return closingInstance{&events}, nil
+	}})
+	reg.Register(Plugin{Name: "none", Apply: func(*Context, any) (any, error) { return nil, nil }})
+	d, err := ParseDeployment("t.yaml", []byte("- id: a\n  name: inst\n- id: b\n  name: none\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Load(t.Context(), d, WithRegistry(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	insts := h.Instances()
+	if len(insts) != 1 || insts[0].Entry != "a" || insts[0].Plugin != "inst" {
+		t.Fatalf("instances %+v, want the one of entry a", insts)
+	}
+	err = h.Close(t.Context())
+	if err == nil || !strings.Contains(err.Error(), `unload entry "a" (inst): close failed`) {
+		t.Fatalf("close = %v, want the instance's error", err)
+	}
+	if strings.Join(events, ", ") != "cleanup, instance closed" {
+		t.Fatalf("events %q, want the cleanup, then the instance closed", events)
+	}
+	if len(h.Instances()) != 0 {
+		t.Fatal("instances listed after the host closed")
+	}
 }

@@ -29,17 +29,20 @@ type Plugin struct {
 	// plugin takes no config.
 	Config func() any
 	// Apply starts the plugin with its decoded config (the value Config
-	// returned, or nil). Every registration it makes must be undone by a
-	// cleanup passed to Context.Defer.
-	Apply func(pctx *Context, config any) error
+	// returned, or nil) and returns its instance, or nil. Every
+	// registration it makes must be undone by a cleanup passed to
+	// Context.Defer. The host looks for optional interfaces on the instance
+	// (see Instance): that is how a plugin is closed, checked and measured
+	// without anyone importing it.
+	Apply func(pctx *Context, config any) (any, error)
 }
 
 // Typed adapts an apply function taking a concrete config pointer.
-func Typed[C any](apply func(pctx *Context, config *C) error) func(*Context, any) error {
-	return func(pctx *Context, config any) error {
+func Typed[C any](apply func(pctx *Context, config *C) (any, error)) func(*Context, any) (any, error) {
+	return func(pctx *Context, config any) (any, error) {
 		c, ok := config.(*C)
 		if !ok {
-			return fmt.Errorf("host: plugin config is %T, want %T", config, (*C)(nil))
+			return nil, fmt.Errorf("host: plugin config is %T, want %T", config, (*C)(nil))
 		}
 		return apply(pctx, c)
 	}

@@ -166,12 +166,12 @@ func TestToolCallPassesContext(t *testing.T) {
 // context is gone once the plugin unloads.
 func TestAddToolLastsAsLongAsThePlugin(t *testing.T) {
 	reg := NewRegistry()
-	reg.Register(Plugin{Name: "adder", Inject: []Key{ToolsKey}, Apply: func(pctx *Context, _ any) error {
+	reg.Register(Plugin{Name: "adder", Inject: []Key{ToolsKey}, Apply: func(pctx *Context, _ any) (any, error) {
 		tool, err := NewTool("added", "Added.", func(context.Context, *Owner, struct{}) (string, error) { return "", nil })
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return AddTool(pctx, tool)
+		return nil, AddTool(pctx, tool)
 	}})
 	d, err := ParseDeployment("t.yaml", []byte("- id: adder\n  name: adder\n"), nil)
 	if err != nil {

@@ -32,14 +32,14 @@ func init() {
 		Summary: "the shout tool: upper-cases its text",
 		Inject:  []host.Key{host.ToolsKey},
 		Config:  func() any { return &shoutConfig{Suffix: "!"} },
-		Apply: host.Typed(func(pctx *host.Context, cfg *shoutConfig) error {
+		Apply: host.Typed(func(pctx *host.Context, cfg *shoutConfig) (any, error) {
 			tool, err := host.NewTool("shout", "Upper-case a text.", func(_ context.Context, _ *host.Owner, a shoutArgs) (string, error) {
 				return strings.ToUpper(a.Text) + cfg.Suffix, nil
 			})
 			if err != nil {
-				return err
+				return nil, err
 			}
-			return host.AddTool(pctx, tool)
+			return nil, host.AddTool(pctx, tool)
 		}),
 	})
 }

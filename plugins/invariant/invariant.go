@@ -1,10 +1,13 @@
 package invariant
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -20,9 +23,6 @@ const ServiceKey host.Key = "invariants"
 
 // PluginName is the name deployments use for the service's plugin.
 const PluginName = "invariant"
-
-// CompanionSuffix ends the name of a package's companion plugin.
-const CompanionSuffix = "-invariant"
 
 // Check is one named invariant of a package.
 type Check struct {
@@ -91,17 +91,24 @@ func (c *Config) Validate() error {
 // Service holds the registered packages. All methods are safe for
 // concurrent use.
 type Service struct {
-	enabled    bool
-	allow      []*regexp.Regexp
-	block      []*regexp.Regexp
-	log        *slog.Logger
+	enabled bool
+	allow   []*regexp.Regexp
+	block   []*regexp.Regexp
+	log     *slog.Logger
+	// instances lists the host's loaded plugin instances, whose checks
+	// (host.Checker) run beside the registered packages'; nil outside a
+	// host.
+	instances func() []host.Instance
+
 	mu         sync.Mutex
 	packages   map[string]*pkg
+	found      map[any]*pkg // the checks of instances seen, by instance
 	violations []*Violation
 }
 
 type pkg struct {
 	name     string
+	entry    string // the deployment entry of an instance's checks
 	selected bool
 	checks   []Check
 	// running serialises the package's checks, which may keep what they
@@ -117,7 +124,7 @@ func New(cfg *Config, log *slog.Logger) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{enabled: cfg.Enabled, log: log, packages: make(map[string]*pkg)}
+	s := &Service{enabled: cfg.Enabled, log: log, packages: make(map[string]*pkg), found: make(map[any]*pkg)}
 	for _, src := range cfg.PackageAllowlist {
 		s.allow = append(s.allow, regexp.MustCompile(src))
 	}
@@ -163,16 +170,14 @@ func (s *Service) Register(name string, checks ...Check) (unregister func(contex
 	}, nil
 }
 
-// Check runs every selected package's checks and returns the violations,
-// joined (each a *Violation), or nil.
+// Check runs every selected package's checks, the registered ones and
+// those of the host's plugin instances, and returns the violations, joined
+// (each a *Violation), or nil.
 func (s *Service) Check(ctx context.Context) error {
-	s.mu.Lock()
-	pkgs := make([]*pkg, 0, len(s.packages))
-	for _, p := range s.packages {
-		pkgs = append(pkgs, p)
-	}
-	s.mu.Unlock()
-	slices.SortFunc(pkgs, func(a, b *pkg) int { return strings.Compare(a.name, b.name) })
+	pkgs := s.current()
+	slices.SortFunc(pkgs, func(a, b *pkg) int {
+		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.entry, b.entry))
+	})
 	var errs []error
 	for _, p := range pkgs {
 		if err := s.run(ctx, p); err != nil {
@@ -180,6 +185,54 @@ func (s *Service) Check(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// current returns the packages to run: the registered ones, and one per
+// plugin instance that has invariants. An instance's checks are taken the
+// first time it is seen, so that they may keep what they saw; those of
+// instances that have gone are forgotten.
+func (s *Service) current() []*pkg {
+	var instances []host.Instance
+	if s.instances != nil {
+		instances = s.instances()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pkgs := make([]*pkg, 0, len(s.packages)+len(instances))
+	for _, p := range s.packages {
+		pkgs = append(pkgs, p)
+	}
+	live := make(map[any]bool, len(instances))
+	for _, inst := range instances {
+		c, ok := inst.Value.(host.Checker)
+		if !ok {
+			continue
+		}
+		live[inst.Value] = true
+		p := s.found[inst.Value]
+		if p == nil {
+			name := packageOf(inst.Value)
+			p = &pkg{name: name, entry: inst.Entry, selected: s.selects(name)}
+			checks := c.Invariants()
+			for _, n := range slices.Sorted(maps.Keys(checks)) {
+				p.checks = append(p.checks, Check{Name: n, Run: checks[n]})
+			}
+			s.found[inst.Value] = p
+		}
+		pkgs = append(pkgs, p)
+	}
+	maps.DeleteFunc(s.found, func(v any, _ *pkg) bool { return !live[v] })
+	return pkgs
+}
+
+// packageOf is the import path of the package that defines v's type: the
+// name an instance's invariants go by.
+func packageOf(v any) string {
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.PkgPath()
 }
 
 // run runs one package's checks, if it is selected.
@@ -193,7 +246,7 @@ func (s *Service) run(ctx context.Context, p *pkg) error {
 	for _, c := range p.checks {
 		if err := c.Run(ctx); err != nil {
 			v := &Violation{Package: p.name, Name: c.Name, Err: err}
-			s.log.Error("invariant violated", "package", p.name, "invariant", c.Name, "err", err)
+			s.log.Error("invariant violated", "package", p.name, "entry", p.entry, "invariant", c.Name, "err", err)
 			s.mu.Lock()
 			s.violations = append(s.violations, v)
 			s.mu.Unlock()
@@ -214,14 +267,13 @@ func (s *Service) TakeViolations() []*Violation {
 	return v
 }
 
-// Packages lists the registered package names, sorted.
+// Packages lists the names of the packages whose checks the service runs,
+// registered or found on plugin instances, sorted and without repeats.
 func (s *Service) Packages() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	names := make([]string, 0, len(s.packages))
-	for n := range s.packages {
-		names = append(names, n)
+	var names []string
+	for _, p := range s.current() {
+		names = append(names, p.name)
 	}
 	slices.Sort(names)
-	return names
+	return slices.Compact(names)
 }

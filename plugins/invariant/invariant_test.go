@@ -92,29 +92,94 @@ func TestDisabledRunsNothing(t *testing.T) {
 	}
 }
 
-// Augment adds the service and every companion beside its package's entry,
-// groups included.
+// Augment adds the service once, whatever the deployment holds.
 func TestAugment(t *testing.T) {
-	reg := host.NewRegistry()
-	for _, n := range []string{"a", "a-invariant", "b"} {
-		reg.Register(host.Plugin{Name: n, Apply: func(*host.Context, any) error { return nil }})
-	}
-	d, err := host.ParseDeployment("d.yaml", []byte("- id: a\n  name: a\n- id: g\n  name: group\n  config:\n    - id: a2\n      name: a\n    - id: b\n      name: b\n"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	Augment(d, reg)
-	var got []string
-	var walk func([]*host.Entry)
-	walk = func(list []*host.Entry) {
-		for _, e := range list {
-			got = append(got, e.Path+"="+e.Name)
-			walk(e.Children)
+	for _, doc := range []string{
+		"- id: a\n  name: a\n",
+		"- id: g\n  name: group\n  config:\n    - id: inv\n      name: invariant\n",
+	} {
+		d, err := host.ParseDeployment("d.yaml", []byte(doc), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		Augment(d)
+		Augment(d)
+		n := 0
+		var walk func([]*host.Entry)
+		walk = func(list []*host.Entry) {
+			for _, e := range list {
+				if e.Name == PluginName {
+					n++
+				}
+				walk(e.Children)
+			}
+		}
+		walk(d.Entries)
+		if n != 1 {
+			t.Errorf("%q: %d invariants entries after Augment, want 1", doc, n)
 		}
 	}
-	walk(d.Entries)
-	want := "a=a g=group g:a2=a g:b=b g:a2-invariant=a-invariant a-invariant=a-invariant invariant=invariant"
-	if strings.Join(got, " ") != want {
-		t.Errorf("entries\n got %s\nwant %s", strings.Join(got, " "), want)
+}
+
+// checked is a plugin instance with invariants: one that holds, and one
+// that fails once its state says so. Its checks are taken once, so what
+// they remember between runs is kept.
+type checked struct{ broken, runs int }
+
+func (c *checked) Invariants() map[string]func(context.Context) error {
+	return map[string]func(context.Context) error{
+		"runs-are-counted": func(context.Context) error { c.runs++; return nil },
+		"never-broken": func(context.Context) error {
+			if c.broken > 0 {
+				return fmt.Errorf("broken %d time(s)", c.broken)
+			}
+			return nil
+		},
+	}
+}
+
+// The service finds the invariants of the host's plugin instances, runs
+// them after every call under the package name of the instance's type,
+// and its selection applies to them.
+func TestInstanceInvariants(t *testing.T) {
+	for _, block := range []bool{false, true} {
+		reg := host.NewRegistry()
+		inst := &checked{}
+		reg.Register(host.Plugin{Name: "checked", Apply: func(*host.Context, any) (any, error) { return inst, nil }})
+		reg.Register(host.Plugin{Name: PluginName, Inject: []host.Key{host.ToolsKey}, Provides: []host.Key{ServiceKey},
+			Config: func() any { return DefaultConfig() }, Apply: host.Typed(apply)})
+		cfg := ""
+		if block {
+			cfg = "\n  config: {packageBlocklist: [plugins/invariant$]}"
+		}
+		d, err := host.ParseDeployment("d.yaml", []byte("- id: c\n  name: checked\n- id: invariant\n  name: invariant"+cfg+"\n"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := host.Load(t.Context(), d, host.WithRegistry(reg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc, err := host.Lookup[*Service](h, ServiceKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Check(t.Context()); err != nil {
+			t.Fatalf("blocked %v: a healthy instance: %v", block, err)
+		}
+		inst.broken++
+		err = svc.Check(t.Context())
+		switch {
+		case block && err != nil:
+			t.Fatalf("a blocked package ran: %v", err)
+		case !block && (!errors.Is(err, ErrViolated) || !strings.Contains(err.Error(), `invariant violated by "github.com/dshdev/dsh/plugins/invariant": never-broken: broken 1 time(s)`)):
+			t.Fatalf("the broken instance: %v", err)
+		case !block && inst.runs != 2:
+			t.Fatalf("the instance's checks ran %d times, want 2 (taken once, run at each check)", inst.runs)
+		}
+		inst.broken = 0
+		if err := h.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 
 	"github.com/dshdev/dsh/internal/proc"
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/sandbox"
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 )
@@ -78,7 +77,6 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 		sandbox:   cfg.Sandbox,
 		checked:   make(map[string]error),
 	}
-	liveBackends.Store(b, struct{}{})
 	return b, nil
 }
 
@@ -86,7 +84,7 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 func (b *Backend) Type() string { return b.typ }
 
 // errShutdown is returned by Spawn once the backend has been closed.
-var errShutdown = fmt.Errorf("terminal-bash: backend is shut down: %w", terminal.ErrServiceClosing)
+var errShutdown = fmt.Errorf("terminal-bash: backend is shut down: %w", termapi.ErrBackendClosed)
 
 // Spawn starts bash and returns once it shows its first prompt. If ctx
 // ends first, or startup fails, the session is closed again before Spawn
@@ -358,11 +356,16 @@ func (s *session) awaitStartup(ctx context.Context, sn *send) error {
 
 // Close stops new spawns and closes every session the backend still owns,
 // concurrently, returning when they are all gone or joining the errors of
-// those that are not. Sessions already closed by someone else are skipped;
-// closing one twice is harmless anyway.
+// those that are not; what those captured is then killed outright (see
+// KillAll) rather than left behind. Sessions already closed by someone
+// else are skipped; closing one twice is harmless anyway.
 func (b *Backend) Close(ctx context.Context) error {
 	err := b.sessions.Close(ctx, "terminal-bash backend unloaded")
-	liveBackends.Delete(b)
+	if err != nil {
+		// Whatever did not close is killed outright rather than left
+		// behind.
+		b.KillAll()
+	}
 	return err
 }
 

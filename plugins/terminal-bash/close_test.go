@@ -20,7 +20,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dshdev/dsh/internal/proc"
-	"github.com/dshdev/dsh/plugins/terminal"
 )
 
 // TestCloseLeavesNothing starts processes that try to outlive the shell and
@@ -224,7 +223,7 @@ func TestBackendClose(t *testing.T) {
 		}
 	}
 	_, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "late", OwnerID: "owner"})
-	if !errors.Is(err, terminal.ErrServiceClosing) {
+	if !errors.Is(err, termapi.ErrBackendClosed) {
 		t.Errorf("spawn after close: %v", err)
 	}
 }

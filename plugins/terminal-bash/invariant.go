@@ -8,42 +8,21 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/dshdev/dsh/host"
-	"github.com/dshdev/dsh/plugins/invariant"
 )
-
-// invariantPackage names this package's invariants.
-const invariantPackage = "github.com/dshdev/dsh/plugins/terminal-bash"
-
-func init() {
-	host.Register(host.Plugin{
-		Name:    PluginName + invariant.CompanionSuffix,
-		Summary: "runtime invariants of the shell backend: of every backend this process runs",
-		Inject:  []host.Key{invariant.ServiceKey},
-		Apply: func(pctx *host.Context, _ any) error {
-			return invariant.Install(pctx, invariantPackage, Invariants()...)
-		},
-	})
-}
-
-// liveBackends are the backends of this process that are not closed: the
-// invariants look at their sessions.
-var liveBackends sync.Map // *Backend → struct{}
 
 // reapBound is how long a session may show a running shell that is gone:
 // the reaper learns of the exit through a pidfd at once, so this only
 // tells a lost exit from a slow machine.
 var reapBound = 10 * time.Second
 
-// Invariants are the backend's runtime invariants, over every backend of
-// this process (the terminal-bash-invariant plugin installs them).
-func Invariants() []invariant.Check {
+// Invariants are the backend's runtime invariants, over its sessions (a
+// host finds them on the plugin's instance; see host.Checker).
+func (b *Backend) Invariants() map[string]func(context.Context) error {
 	var mu sync.Mutex
 	exited := make(map[*session]bool) // sessions seen exited
-	return []invariant.Check{
-		{Name: "scrollback-within-bounds", Run: func(context.Context) error {
-			return eachSession(func(s *session) error {
+	return map[string]func(context.Context) error{
+		"scrollback-within-bounds": func(context.Context) error {
+			return b.eachSession(func(s *session) error {
 				s.mu.Lock()
 				defer s.mu.Unlock()
 				if err := s.scroll.Check(); err != nil {
@@ -55,14 +34,14 @@ func Invariants() []invariant.Check {
 				}
 				return nil
 			})
-		}},
-		{Name: "running-shells-exist", Run: func(ctx context.Context) error {
-			return eachSession(func(s *session) error { return s.checkShellExists(ctx) })
-		}},
-		{Name: "exited-stays-exited", Run: func(context.Context) error {
+		},
+		"running-shells-exist": func(ctx context.Context) error {
+			return b.eachSession(func(s *session) error { return s.checkShellExists(ctx) })
+		},
+		"exited-stays-exited": func(context.Context) error {
 			mu.Lock()
 			defer mu.Unlock()
-			return eachSession(func(s *session) error {
+			return b.eachSession(func(s *session) error {
 				s.mu.Lock()
 				st := s.status
 				s.mu.Unlock()
@@ -74,21 +53,18 @@ func Invariants() []invariant.Check {
 				}
 				return nil
 			})
-		}},
+		},
 	}
 }
 
-// eachSession runs check on every session of every live backend.
-func eachSession(check func(*session) error) error {
+// eachSession runs check on every session of the backend.
+func (b *Backend) eachSession(check func(*session) error) error {
 	var errs []error
-	liveBackends.Range(func(k, _ any) bool {
-		for _, s := range k.(*Backend).sessions.List() {
-			if err := check(s); err != nil {
-				errs = append(errs, err)
-			}
+	for _, s := range b.sessions.List() {
+		if err := check(s); err != nil {
+			errs = append(errs, err)
 		}
-		return true
-	})
+	}
 	return errors.Join(errs...)
 }
 

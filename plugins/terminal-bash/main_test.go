@@ -46,7 +46,7 @@ func newTestBackend(t testing.TB, edit func(*Config)) *Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checks := Invariants()
+	checks := b.Invariants()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 		defer cancel()
@@ -56,9 +56,9 @@ func newTestBackend(t testing.TB, edit func(*Config)) *Backend {
 	})
 	// The runtime invariants hold at every test's end, before the close.
 	t.Cleanup(func() {
-		for _, c := range checks {
-			if err := c.Run(context.Background()); err != nil {
-				t.Errorf("invariant %s: %v", c.Name, err)
+		for name, check := range checks {
+			if err := check(context.Background()); err != nil {
+				t.Errorf("invariant %s: %v", name, err)
 			}
 		}
 	})

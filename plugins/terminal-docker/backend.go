@@ -23,7 +23,6 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/dshdev/dsh/internal/proc"
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
 )
@@ -124,7 +123,7 @@ func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
 func (b *Backend) Type() string { return b.cfg.BackendType }
 
 // errShutdown is returned by Spawn once the backend has been closed.
-var errShutdown = fmt.Errorf("terminal-docker: backend is shut down: %w", terminal.ErrServiceClosing)
+var errShutdown = fmt.Errorf("terminal-docker: backend is shut down: %w", termapi.ErrBackendClosed)
 
 // Spawn creates and starts the session's container (or picks the existing
 // one), starts bash in it with a TTY, and returns once the shell shows its

@@ -23,13 +23,13 @@ func init() {
 		Summary: "the docker backend, in process, for these tests",
 		Inject:  []host.Key{terminal.ServiceKey},
 		Config:  func() any { return DefaultConfig() },
-		Apply: host.Typed(func(pctx *host.Context, cfg *Config) error {
+		Apply: host.Typed(func(pctx *host.Context, cfg *Config) (any, error) {
 			b, err := New(context.Background(), cfg, nil)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			pctx.Defer(b.Close)
-			return terminal.AddBackend(pctx, b)
+			return nil, terminal.AddBackend(pctx, b)
 		}),
 	})
 }

@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
 )
@@ -60,7 +59,7 @@ func New(cfg *Config) (*Backend, error) {
 func (b *Backend) Type() string { return Type }
 
 // errShutdown is returned by Spawn once the backend has been closed.
-var errShutdown = fmt.Errorf("terminal-ssh: backend is shut down: %w", terminal.ErrServiceClosing)
+var errShutdown = fmt.Errorf("terminal-ssh: backend is shut down: %w", termapi.ErrBackendClosed)
 
 // Spawn connects, starts the remote shell in the configured workdir (or in
 // spec.Cwd, with spawnCwd), and returns once the shell shows its first

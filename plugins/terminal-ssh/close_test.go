@@ -14,7 +14,6 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
 )
 
@@ -83,8 +82,8 @@ func TestCloseConcurrent(t *testing.T) {
 	if err := b.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-late"}); !errors.Is(err, terminal.ErrServiceClosing) {
-		t.Fatalf("spawn after the backend closed = %v, want %v", err, terminal.ErrServiceClosing)
+	if _, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-late"}); !errors.Is(err, termapi.ErrBackendClosed) {
+		t.Fatalf("spawn after the backend closed = %v, want %v", err, termapi.ErrBackendClosed)
 	}
 }
 

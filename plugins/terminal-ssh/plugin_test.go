@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/plugins/terminal"
 	_ "github.com/dshdev/dsh/plugins/terminal"
-	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 	bashtool "github.com/dshdev/dsh/plugins/tool-bash-persistent"
 )
 
@@ -108,7 +108,7 @@ func loadSSHTool(t *testing.T, srv *testServer, toolConfig string) *host.Host {
 		t.Fatal(err)
 	}
 	reg := host.DefaultRegistry()
-	reg.RegisterExternal(backendplugin.LoadExternal)
+	reg.RegisterExternal(terminal.LoadExternal)
 	h, err := host.Load(context.Background(), d)
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
-	_ "github.com/dshdev/dsh/plugins/terminal-bash" // registers the "terminal-bash" plugin
+	_ "github.com/dshdev/dsh/plugins/terminal-bash/plugin" // registers the "terminal-bash" plugin
 )
 
 // loadBash loads the real plugins, terminal and terminal-bash, from the
@@ -39,9 +39,9 @@ func loadBash(t *testing.T) (*host.Host, *terminal.Service) {
 	reg.Register(host.Plugin{
 		Name:   "probe",
 		Inject: []host.Key{terminal.ServiceKey},
-		Apply: func(pctx *host.Context, _ any) (err error) {
+		Apply: func(pctx *host.Context, _ any) (_ any, err error) {
 			svc, err = host.Service[*terminal.Service](pctx, terminal.ServiceKey)
-			return err
+			return nil, err
 		},
 	})
 	d, err := host.ParseDeployment("bash.yaml", []byte("- name: terminal\n- name: terminal-bash\n- name: probe\n"), nil)

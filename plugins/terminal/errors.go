@@ -32,7 +32,6 @@ var (
 	ErrOwnerNotLive     = errors.New("terminal: owner is not live")
 	ErrDuplicateName    = errors.New("terminal: session name taken")
 	ErrServiceClosing   = errors.New("terminal: service is closing")
-	ErrExecUnsupported  = errors.New("terminal: session cannot run commands (not an Executor)")
 	// ErrSandboxModeFenced: an owner's sandbox mode cannot change while it
 	// has sessions open or being created.
 	ErrSandboxModeFenced = errors.New("terminal: sandbox mode is fenced by open sessions")

@@ -33,10 +33,10 @@ func ExampleService_Exec() {
 	reg.Register(host.Plugin{
 		Name:   "example-runner",
 		Inject: []host.Key{host.ToolsKey, terminal.ServiceKey},
-		Apply: func(pctx *host.Context, _ any) error {
+		Apply: func(pctx *host.Context, _ any) (any, error) {
 			terms, err := host.Service[*terminal.Service](pctx, terminal.ServiceKey)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			tool, err := host.NewTool("run", "Run a command in a fresh shell.", func(ctx context.Context, o *host.Owner, a runArgs) (string, error) {
 				info, err := terms.Spawn(ctx, o, terminal.SpawnRequest{Type: "shell"})
@@ -69,9 +69,9 @@ func ExampleService_Exec() {
 				return fmt.Sprintf("%s[status %d]", out.String(), res.Exec.ExitCode), nil
 			})
 			if err != nil {
-				return err
+				return nil, err
 			}
-			return host.AddTool(pctx, tool)
+			return nil, host.AddTool(pctx, tool)
 		},
 	})
 

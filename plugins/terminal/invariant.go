@@ -4,37 +4,15 @@ import (
 	"context"
 	"fmt"
 	"sync"
-
-	"github.com/dshdev/dsh/host"
-	"github.com/dshdev/dsh/plugins/invariant"
 )
 
-// invariantPackage names this package's invariants.
-const invariantPackage = "github.com/dshdev/dsh/plugins/terminal"
-
-func init() {
-	host.Register(host.Plugin{
-		Name:    PluginName + invariant.CompanionSuffix,
-		Summary: "runtime invariants of the terminals service",
-		Inject:  []host.Key{invariant.ServiceKey, ServiceKey},
-		Apply: func(pctx *host.Context, _ any) error {
-			svc, err := host.Service[*Service](pctx, ServiceKey)
-			if err != nil {
-				return err
-			}
-			return invariant.Install(pctx, invariantPackage, svc.Invariants()...)
-		},
-	})
-}
-
-// Invariants are the service's runtime invariants, for the invariants
-// service (the terminal-invariant plugin installs them). They keep what
-// they saw between runs.
-func (s *Service) Invariants() []invariant.Check {
+// Invariants are the service's runtime invariants (host.Checker). They
+// keep what they saw between runs.
+func (s *Service) Invariants() map[string]func(context.Context) error {
 	w := &watch{seen: make(map[string]*record), orphans: make(map[*record]bool)}
-	return []invariant.Check{
-		{Name: "sessions-have-live-owners", Run: func(context.Context) error { return s.checkOwners(w) }},
-		{Name: "session-ids-are-never-reused", Run: func(context.Context) error { return s.checkIDs(w) }},
+	return map[string]func(context.Context) error{
+		"sessions-have-live-owners":    func(context.Context) error { return s.checkOwners(w) },
+		"session-ids-are-never-reused": func(context.Context) error { return s.checkIDs(w) },
 	}
 }
 

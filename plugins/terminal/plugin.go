@@ -18,14 +18,11 @@ func init() {
 	})
 }
 
-// apply provides a fresh service and closes it, awaited, when the plugin
-// unloads: every session still open is closed with reason "PTY service
-// disposed".
-func apply(pctx *host.Context, _ any) error {
+// apply provides a fresh service. The service is the plugin's instance:
+// the host closes it, awaited, when the plugin unloads (every session
+// still open is closed with reason "PTY service disposed"), checks it
+// (Invariants) and measures it (Collect).
+func apply(pctx *host.Context, _ any) (any, error) {
 	svc := NewService()
-	if err := pctx.Provide(ServiceKey, svc); err != nil {
-		return err
-	}
-	pctx.Defer(svc.Close)
-	return nil
+	return svc, pctx.Provide(ServiceKey, svc)
 }

@@ -28,18 +28,18 @@ func loadWithStubBackend(t *testing.T, b *stubBackend) (*host.Host, *terminal.Se
 	reg.Register(host.Plugin{
 		Name:   "stub-backend",
 		Inject: []host.Key{terminal.ServiceKey},
-		Apply: func(pctx *host.Context, _ any) error {
+		Apply: func(pctx *host.Context, _ any) (any, error) {
 			s, err := host.Service[*terminal.Service](pctx, terminal.ServiceKey)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			unregister, err := s.RegisterBackend(b)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			pctx.Defer(func(context.Context) error { unregister(); return nil })
 			svc = s
-			return nil
+			return nil, nil
 		},
 	})
 	// The backend comes first in the document; injection orders the load.

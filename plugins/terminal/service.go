@@ -70,14 +70,6 @@ type pendingSpawn struct {
 // that shows the invariants catch an owner's sessions left behind.
 var testHookSkipOwnerCleanup atomic.Bool
 
-// liveSessions counts the published sessions of every service in the
-// process, for metrics.
-var liveSessions atomic.Int64
-
-// LiveSessions is how many terminal sessions (shells) the terminals
-// services of this process have published and not yet closed.
-func LiveSessions() int64 { return liveSessions.Load() }
-
 // record is a published session.
 type record struct {
 	id, name, typ string
@@ -380,7 +372,6 @@ func (s *Service) closeRecord(ctx context.Context, r *record, reason string) (bo
 		r.gone = true
 		if s.sessions[r.id] == r {
 			delete(s.sessions, r.id)
-			liveSessions.Add(-1)
 		}
 		r.state.sessions = slices.DeleteFunc(r.state.sessions, func(x *record) bool { return x == r })
 	}

@@ -50,12 +50,12 @@ func (s *Service) StartSend(ctx context.Context, owner *host.Owner, id string, r
 
 // Exec runs a command line in session id of owner (see Executor). It checks
 // what StartSend checks, in the same order, then that the session's backend
-// can run commands (ErrExecUnsupported).
+// can run commands (termapi.ErrExecUnsupported).
 func (s *Service) Exec(ctx context.Context, owner *host.Owner, id string, req termapi.ExecRequest) (termapi.Send, error) {
 	return s.withSlot(ctx, owner, id, func(session termapi.Session) (termapi.Send, error) {
 		x, ok := session.(termapi.Executor)
 		if !ok {
-			return nil, errorf(ErrExecUnsupported, "PTY session %s cannot run commands", id)
+			return nil, errorf(termapi.ErrExecUnsupported, "PTY session %s cannot run commands", id)
 		}
 		return x.Exec(ctx, req)
 	})

@@ -73,7 +73,6 @@ func (s *Service) Spawn(ctx context.Context, owner *host.Owner, req SpawnRequest
 	if failure == nil {
 		r := &record{id: id, name: req.Name, typ: req.Type, state: st, session: session, pid: pid, motd: motd, sandbox: mode}
 		s.sessions[id] = r
-		liveSessions.Add(1)
 		st.sessions = append(st.sessions, r)
 		delete(st.pending, p)
 		s.mu.Unlock()

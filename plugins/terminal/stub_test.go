@@ -285,9 +285,9 @@ func newService(t *testing.T, backends ...termapi.Backend) *terminal.Service {
 	// the tests of the invariants themselves leave violations behind.
 	checks := svc.Invariants()
 	t.Cleanup(func() {
-		for _, c := range checks {
-			if err := c.Run(context.Background()); err != nil && !strings.Contains(t.Name(), "Invariants") {
-				t.Errorf("invariant %s: %v", c.Name, err)
+		for name, check := range checks {
+			if err := check(context.Background()); err != nil && !strings.Contains(t.Name(), "Invariants") {
+				t.Errorf("invariant %s: %v", name, err)
 			}
 		}
 	})

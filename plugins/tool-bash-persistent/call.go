@@ -374,7 +374,7 @@ func (r *run) drain(send termapi.Send) (termapi.SendResult, error) {
 // output so far with a notice. The next command is never typed into the
 // waiting program.
 func (r *run) interrupt() (string, error) {
-	stats.stdinInterrupts.Add(1)
+	r.p.stats.stdinInterrupts.Add(1)
 	o, _, res, err := r.signalUntilPrompt(interruptSignals, func(termapi.Signal) time.Duration { return interruptStep })
 	switch {
 	case r.ctx.Err() != nil:
@@ -474,7 +474,7 @@ func (r *run) reset(reason string) {
 	if id == "" {
 		return
 	}
-	stats.resets.Add(1)
+	r.p.stats.resets.Add(1)
 	if !testHookKeepShellOnReset.Load() {
 		r.setShell("")
 	}
@@ -494,7 +494,7 @@ func (r *run) resetInBackground(reason string) {
 	if id == "" {
 		return
 	}
-	stats.resets.Add(1)
+	r.p.stats.resets.Add(1)
 	r.setShell("")
 	done := make(chan struct{})
 	r.st.closing = done

@@ -10,10 +10,13 @@ func KeepShellOnReset() (restore func()) {
 }
 
 // ReadoptRetiredShell makes owner's current shell one the tool let go
-// before, as a broken reset would.
-func ReadoptRetiredShell(owner *host.Owner) {
-	liveTools.Range(func(k, _ any) bool {
-		p := k.(*plugin)
+// before, as a broken reset would, in every instance of the tool h runs.
+func ReadoptRetiredShell(h *host.Host, owner *host.Owner) {
+	for _, inst := range h.Instances() {
+		p, ok := inst.Value.(*plugin)
+		if !ok {
+			continue
+		}
 		p.mu.Lock()
 		if st := p.owners[owner]; st != nil && st.listed != "" {
 			if st.retired == nil {
@@ -22,6 +25,5 @@ func ReadoptRetiredShell(owner *host.Owner) {
 			st.retired[st.listed] = true
 		}
 		p.mu.Unlock()
-		return true
-	})
+	}
 }

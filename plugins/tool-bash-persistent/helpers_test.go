@@ -20,7 +20,7 @@ import (
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/invariant"
 	_ "github.com/dshdev/dsh/plugins/terminal"
-	_ "github.com/dshdev/dsh/plugins/terminal-bash"
+	_ "github.com/dshdev/dsh/plugins/terminal-bash/plugin"
 	bashtool "github.com/dshdev/dsh/plugins/tool-bash-persistent"
 )
 
@@ -73,7 +73,7 @@ func newHarness(t testing.TB, toolConfig string, backendConfig string) *harness 
 	}
 	// The suite runs with the runtime invariants on: a violation fails the
 	// call that saw it, and the test.
-	invariant.Augment(d, host.DefaultRegistry())
+	invariant.Augment(d)
 	// Warnings (a panic's stack, a failed close) go to the test's stderr.
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	h, err := host.Load(context.Background(), d, host.WithLogger(logger))

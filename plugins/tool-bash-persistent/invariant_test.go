@@ -35,7 +35,7 @@ func TestInvariantCatchesARetiredShellReadopted(t *testing.T) {
 	hs := newHarness(t, "", "")
 	o := hs.owner(t, "agent")
 	hs.run(t, o, "true")
-	bashtool.ReadoptRetiredShell(o)
+	bashtool.ReadoptRetiredShell(hs.h, o)
 	res := hs.call(context.Background(), o, "true")
 	if !res.IsError || !strings.Contains(res.Text, "retired-shells-stay-retired") {
 		t.Fatalf("not caught: %+v", res)

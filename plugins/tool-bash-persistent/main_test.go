@@ -5,10 +5,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
+	"github.com/dshdev/dsh/plugins/terminal"
 )
 
 func TestMain(m *testing.M) {
-	backendplugin.Register() // for DSH_TEST_BACKEND
+	terminal.RegisterExternal() // for DSH_TEST_BACKEND
 	goleak.VerifyTestMain(m)
 }

@@ -59,6 +59,7 @@ type plugin struct {
 	closed   bool
 	owners   map[*host.Owner]*ownerState
 	inflight sync.WaitGroup
+	stats    counters
 }
 
 // ownerState is what the tool keeps per owner. Fields after queue are used
@@ -97,10 +98,12 @@ func (st *ownerState) awaitClosed(ctx context.Context) error {
 	}
 }
 
-func apply(pctx *host.Context, cfg *Config) error {
+// apply returns the instance, which the host closes once the tool is
+// unregistered (see Close), checks (Invariants) and measures (Collect).
+func apply(pctx *host.Context, cfg *Config) (any, error) {
 	terms, err := host.Service[*terminal.Service](pctx, terminal.ServiceKey)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p := &plugin{
 		cfg:      cfg,
@@ -109,16 +112,12 @@ func apply(pctx *host.Context, cfg *Config) error {
 		logger:   pctx.Logger(),
 		owners:   make(map[*host.Owner]*ownerState),
 	}
-	liveTools.Store(p, struct{}{})
-	pctx.Defer(func(context.Context) error { liveTools.Delete(p); return nil })
 	tool, err := host.NewTool(ToolName, cfg.Description, p.call)
 	if err != nil {
-		return err
+		return p, err
 	}
 	tool.Instructions = cfg.instructions()
-	// Cleanups run in reverse: the tool disappears first, then the shells.
-	pctx.Defer(p.close)
-	return host.AddTool(pctx, tool)
+	return p, host.AddTool(pctx, tool)
 }
 
 // ownerState returns (creating on first use) the state of owner.
@@ -153,10 +152,10 @@ func (p *plugin) ownerState(owner *host.Owner) (*ownerState, error) {
 	return st, nil
 }
 
-// close runs when the plugin unloads: in-flight calls have seen the
-// lifetime end; wait for them, then close every shell and remove every
-// output directory.
-func (p *plugin) close(ctx context.Context) error {
+// Close runs when the plugin unloads, after the tool is unregistered:
+// in-flight calls have seen the lifetime end; wait for them, then close
+// every shell and remove every output directory.
+func (p *plugin) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
 	owners := make([]*ownerState, 0, len(p.owners))

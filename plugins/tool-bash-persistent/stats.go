@@ -1,29 +1,51 @@
 package bashtool
 
-import "sync/atomic"
+import (
+	"sync/atomic"
 
-// Counters are what the bash tool has done since the process started,
-// across every loaded instance: for metrics.
-type Counters struct {
-	// Resets counts shells closed by a call (a timeout under reset, a dead
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// counters are what one instance of the tool has done since it loaded.
+type counters struct {
+	// resets counts shells closed by a call (a timeout under reset, a dead
 	// or stuck shell, a cancellation), not those closed with their owner.
-	Resets uint64
-	// StdinInterrupts counts commands interrupted because they waited for
+	resets atomic.Uint64
+	// stdinInterrupts counts commands interrupted because they waited for
 	// input.
-	StdinInterrupts uint64
-	// Timeouts counts calls that ran past timeoutMs, whatever the action.
-	Timeouts uint64
+	stdinInterrupts atomic.Uint64
+	// timeouts counts calls that ran past timeoutMs, whatever the action.
+	timeouts atomic.Uint64
 }
 
-var stats struct {
-	resets, stdinInterrupts, timeouts atomic.Uint64
+// The tool's metrics. The descriptions are shared by every instance, so
+// that whoever exports them can add up the instances of one process.
+var (
+	resetsDesc = prometheus.NewDesc("dsh_bash_resets_total",
+		"Shells the bash tool closed during a call (timeout under reset, a dead or stuck shell, a cancellation).", nil, nil)
+	stdinInterruptsDesc = prometheus.NewDesc("dsh_bash_stdin_interrupts_total",
+		"Commands the bash tool interrupted because they waited for input.", nil, nil)
+	timeoutsDesc = prometheus.NewDesc("dsh_bash_timeouts_total",
+		"bash calls that ran past timeoutMs.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (p *plugin) Describe(ch chan<- *prometheus.Desc) {
+	ch <- resetsDesc
+	ch <- stdinInterruptsDesc
+	ch <- timeoutsDesc
 }
 
-// Stats returns the counters so far.
-func Stats() Counters {
-	return Counters{
-		Resets:          stats.resets.Load(),
-		StdinInterrupts: stats.stdinInterrupts.Load(),
-		Timeouts:        stats.timeouts.Load(),
+// Collect implements prometheus.Collector.
+func (p *plugin) Collect(ch chan<- prometheus.Metric) {
+	for _, c := range []struct {
+		desc  *prometheus.Desc
+		value *atomic.Uint64
+	}{
+		{resetsDesc, &p.stats.resets},
+		{stdinInterruptsDesc, &p.stats.stdinInterrupts},
+		{timeoutsDesc, &p.stats.timeouts},
+	} {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(c.value.Load()))
 	}
 }

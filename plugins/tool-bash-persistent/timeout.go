@@ -64,7 +64,7 @@ func seconds(ms int) string {
 // what became of the command.
 func (r *run) onTimeout() (string, error) {
 	r.timedOut = true
-	stats.timeouts.Add(1)
+	r.p.stats.timeouts.Add(1)
 	header := fmt.Sprintf(timeoutHeader, seconds(r.p.cfg.TimeoutMs))
 	if r.out == nil || r.st.shellID == "" || r.p.cfg.TimeoutAction == TimeoutReset {
 		return r.timeoutReset(header, ""), nil

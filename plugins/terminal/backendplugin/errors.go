@@ -10,22 +10,23 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
 )
 
 // sentinels are the terminal errors callers branch on, by the name they
 // travel under.
 var sentinels = map[string]error{
-	"no_session":         termapi.ErrNoSession,
-	"send_active":        termapi.ErrSendActive,
-	"session_closing":    termapi.ErrSessionClosing,
-	"session_exited":     termapi.ErrSessionExited,
-	"unsupported_signal": termapi.ErrUnsupportedSignal,
-	"no_foreground":      termapi.ErrNoForeground,
-	"refuse_kill_shell":  termapi.ErrRefuseKillShell,
-	"exec_unsupported":   terminal.ErrExecUnsupported,
-	"shell_busy":         termapi.ErrShellBusy,
+	"no_session":          termapi.ErrNoSession,
+	"send_active":         termapi.ErrSendActive,
+	"session_closing":     termapi.ErrSessionClosing,
+	"session_exited":      termapi.ErrSessionExited,
+	"unsupported_signal":  termapi.ErrUnsupportedSignal,
+	"no_foreground":       termapi.ErrNoForeground,
+	"refuse_kill_shell":   termapi.ErrRefuseKillShell,
+	"exec_unsupported":    termapi.ErrExecUnsupported,
+	"shell_busy":          termapi.ErrShellBusy,
+	"backend_closed":      termapi.ErrBackendClosed,
+	"sandbox_unsupported": termapi.ErrSandboxUnsupported,
 }
 
 // ErrNotConfigured is the answer of a plugin asked to spawn before the

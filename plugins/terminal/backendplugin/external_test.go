@@ -12,11 +12,11 @@ import (
 	"testing"
 
 	"github.com/dshdev/dsh/host"
-	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
+	"github.com/dshdev/dsh/plugins/terminal"
 	bashtool "github.com/dshdev/dsh/plugins/tool-bash-persistent"
 )
 
-func init() { backendplugin.Register() }
+func init() { terminal.RegisterExternal() }
 
 // deployment writes a deployment file next to a copy of the plugin script
 // for mode, named "backend", and reads it.

@@ -12,7 +12,6 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
 )
 
@@ -193,7 +192,7 @@ func (s *server) Send(stream grpc.BidiStreamingServer[backendpb.SendControl, bac
 	if start.GetExec() {
 		ex, ok := sess.(termapi.Executor)
 		if !ok {
-			return toStatus(terminal.ErrExecUnsupported)
+			return toStatus(termapi.ErrExecUnsupported)
 		}
 		sn, err = ex.Exec(ctx, termapi.ExecRequest{Command: string(start.GetCommand()), Timeout: timeout, Stream: start.GetStream()})
 	} else {

@@ -324,6 +324,11 @@ var (
 	ErrNoForeground      = errors.New("terminal: cannot resolve the foreground process group")
 	ErrRefuseKillShell   = errors.New("terminal: refusing to SIGKILL the terminal shell; close the session instead")
 	ErrShellBusy         = errors.New("terminal: the shell is not at its prompt")
+	// ErrBackendClosed: the backend has been closed and starts nothing.
+	ErrBackendClosed = errors.New("terminal: the backend is closed")
+	// ErrExecUnsupported: the session cannot run commands (not an
+	// Executor).
+	ErrExecUnsupported = errors.New("terminal: session cannot run commands (not an Executor)")
 	// ErrSandboxUnsupported: the backend cannot enforce the sandbox mode a
 	// spawn asks for.
 	ErrSandboxUnsupported = errors.New("terminal: the backend cannot enforce this sandbox mode")

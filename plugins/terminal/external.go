@@ -1,4 +1,4 @@
-package backendplugin
+package terminal
 
 import (
 	"encoding/json"
@@ -6,13 +6,13 @@ import (
 	"os"
 
 	"github.com/dshdev/dsh/host"
-	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 )
 
-// Register makes the default host registry load deployment entries that
-// name an executable as external backends (see LoadExternal). The standard
-// plugin set calls it.
-func Register() { host.RegisterExternal(LoadExternal) }
+// RegisterExternal makes the default host registry load deployment
+// entries that name an executable as external backends (see LoadExternal).
+// The standard plugin set calls it.
+func RegisterExternal() { host.RegisterExternal(LoadExternal) }
 
 // LoadExternal is the host.ExternalLoader of backend executables. The entry
 // injects the terminals service; its config, whatever it holds, goes to
@@ -31,27 +31,28 @@ func LoadExternal(name, path string) (host.Plugin, error) {
 	return host.Plugin{
 		Name:    name,
 		Summary: "External terminal backend (" + path + ")",
-		Inject:  []host.Key{terminal.ServiceKey},
+		Inject:  []host.Key{ServiceKey},
 		Config:  func() any { return &map[string]any{} },
-		Apply: host.Typed(func(pctx *host.Context, cfg *map[string]any) error {
+		Apply: host.Typed(func(pctx *host.Context, cfg *map[string]any) (any, error) {
 			return applyExternal(pctx, path, *cfg)
 		}),
 	}, nil
 }
 
-func applyExternal(pctx *host.Context, path string, cfg map[string]any) error {
+// applyExternal starts the executable and registers the backend it
+// serves. The client is the entry's instance: the host stops the process
+// once AddBackend has unregistered it.
+func applyExternal(pctx *host.Context, path string, cfg map[string]any) (any, error) {
 	raw, err := json.Marshal(cfg)
 	if err != nil {
-		return fmt.Errorf("config of %s: %w", path, err)
+		return nil, fmt.Errorf("config of %s: %w", path, err)
 	}
-	c, err := Open(pctx.Lifetime(), path, raw, Options{Logger: pctx.Logger()})
+	c, err := backendplugin.Open(pctx.Lifetime(), path, raw, backendplugin.Options{Logger: pctx.Logger()})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// Deferred first, so the process stops after AddBackend unregisters it.
-	pctx.Defer(c.Close)
-	if err := terminal.AddBackend(pctx, c); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if err := AddBackend(pctx, c); err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
 	}
-	return nil
+	return c, nil
 }

@@ -1,13 +1,19 @@
 //go:build linux
 
-package terminalbash
+package plugin_test
 
 import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dshdev/dsh/plugins/terminal-bash/plugin"
 
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 
@@ -21,7 +27,7 @@ import (
 func loadHost(t *testing.T, config string) (*host.Host, *terminal.Service, error) {
 	t.Helper()
 	reg := host.NewRegistry()
-	for _, name := range []string{terminal.PluginName, PluginName} {
+	for _, name := range []string{terminal.PluginName, plugin.Name} {
 		p, ok := host.DefaultRegistry().Lookup(name)
 		if !ok {
 			t.Fatalf("plugin %q is not registered", name)
@@ -32,9 +38,9 @@ func loadHost(t *testing.T, config string) (*host.Host, *terminal.Service, error
 	reg.Register(host.Plugin{
 		Name:   "probe",
 		Inject: []host.Key{terminal.ServiceKey},
-		Apply: func(pctx *host.Context, _ any) (err error) {
+		Apply: func(pctx *host.Context, _ any) (_ any, err error) {
 			svc, err = host.Service[*terminal.Service](pctx, terminal.ServiceKey)
-			return err
+			return nil, err
 		},
 	})
 	yaml := "- name: terminal\n- name: terminal-bash\n" + config + "- name: probe\n"
@@ -77,6 +83,7 @@ func TestPluginLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := reportedPID(t, res.Viewport)
+
 	// The owner stays open: unloading the plugins must still end it all.
 	if err := h.Close(ctx); err != nil {
 		t.Fatalf("host close: %v", err)
@@ -105,4 +112,30 @@ func TestPluginConfigErrors(t *testing.T) {
 			t.Errorf("%q: %v, want an invalid-config error about %s", tt.config, err, tt.want)
 		}
 	}
+}
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// waitLong bounds every wait in these tests. It is generous: it only turns
+// a hang into a clear failure and never decides a result.
+const waitLong = 30 * time.Second
+
+// reportedPID is the process whose pid is the last number on a line of
+// viewport.
+func reportedPID(t testing.TB, viewport string) proc.Identity {
+	t.Helper()
+	lines := strings.Split(viewport, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		pid, err := strconv.Atoi(strings.TrimSpace(lines[i]))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		id, err := proc.IdentityOf(pid)
+		if err != nil {
+			t.Fatalf("identify %d: %v", pid, err)
+		}
+		return id
+	}
+	t.Fatalf("no pid in %q", viewport)
+	return proc.Identity{}
 }

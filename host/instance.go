@@ -1,0 +1,35 @@
+package host
+
+import "context"
+
+// Instance is a loaded plugin's instance: what its Apply returned, and the
+// deployment entry it came from.
+type Instance struct {
+	// Entry is the address of the plugin's deployment entry.
+	Entry string
+	// Plugin is the registered plugin name.
+	Plugin string
+	// Value is what Apply returned.
+	Value any
+}
+
+// The optional interfaces the host and the plugins that observe others
+// look for on an instance.
+type (
+	// Closer is an instance that must be closed when its plugin unloads.
+	// Close runs after the cleanups the plugin deferred, so its
+	// registrations are gone by then; its error is the unload's.
+	Closer interface {
+		Close(ctx context.Context) error
+	}
+
+	// Checker is an instance with runtime invariants: named checks over
+	// its observable state, which the invariants service runs after every
+	// tool call. Invariants is called once per instance and its checks
+	// kept, so a check may remember what it saw between runs. A check
+	// returns nil while the invariant holds, or an error saying what it
+	// saw; it must be safe to call from any goroutine, and cheap.
+	Checker interface {
+		Invariants() map[string]func(ctx context.Context) error
+	}
+)

@@ -1,0 +1,39 @@
+// Package plugin registers the shell backend (package terminalbash) as
+// the plugin "terminal-bash": import it for its side effect. The backend
+// itself links no host, so that cmd/dsh-backend-bash can serve it as an
+// executable of its own.
+package plugin
+
+import (
+	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/plugins/terminal"
+	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
+)
+
+// Name is the name deployments use for this plugin.
+const Name = "terminal-bash"
+
+func init() {
+	host.Register(host.Plugin{
+		Name:    Name,
+		Summary: "PTY backend running an interactive bash per terminal session",
+		Inject:  []host.Key{terminal.ServiceKey},
+		Config:  func() any { return terminalbash.DefaultConfig() },
+		Apply:   host.Typed(apply),
+	})
+}
+
+// apply registers one backend with the terminals service. The backend is
+// the plugin's instance: on unload it is unregistered first, so no new
+// session can start, and then the host closes it, which ends every session
+// it still owns (see Backend.Close); the host also runs its invariants.
+func apply(pctx *host.Context, cfg *terminalbash.Config) (any, error) {
+	b, err := terminalbash.NewBackend(cfg, pctx.Logger())
+	if err != nil {
+		return nil, err
+	}
+	if err := terminal.AddBackend(pctx, b); err != nil {
+		return b, err
+	}
+	return b, nil
+}
