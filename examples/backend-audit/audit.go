@@ -60,7 +60,24 @@ func (b *auditBackend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (terma
 	if err != nil {
 		return nil, err
 	}
-	return &auditSession{Session: s, exec: s.(termapi.Executor), log: b.log, spec: spec}, nil
+	return &auditSession{Session: s, log: b.log, spec: spec}, nil
+}
+
+// Attach hands over an open session, audited like the ones Spawn returns.
+func (b *auditBackend) Attach(ctx context.Context, id string) (termapi.Session, error) {
+	s, err := b.Backend.Attach(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	spec := termapi.SpawnSpec{SessionID: id}
+	if infos, err := b.Backend.List(ctx); err == nil {
+		for _, in := range infos {
+			if in.ID == id {
+				spec.OwnerID, spec.Name = in.OwnerID, in.Name
+			}
+		}
+	}
+	return &auditSession{Session: s, log: b.log, spec: spec}, nil
 }
 
 // Close closes the shells, then the log.
@@ -77,13 +94,12 @@ func (b *auditBackend) Close(ctx context.Context) error {
 // auditSession logs each command as it starts and as it ends.
 type auditSession struct {
 	termapi.Session
-	exec termapi.Executor
 	log  *auditLog
 	spec termapi.SpawnSpec
 }
 
 func (s *auditSession) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Send, error) {
-	sn, err := s.exec.Exec(ctx, req)
+	sn, err := s.Session.Exec(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -35,6 +35,7 @@ func TestConformance(t *testing.T) {
 		ProvesStdinWait: true,
 		ExitCommand:     "exit 3",
 		StatusCommand:   func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },
+		SizeCommand:     "stty size",
 	})
 }
 
@@ -48,7 +49,7 @@ func TestAuditLog(t *testing.T) {
 	}
 	defer s.Close(ctx, "test")
 	for _, command := range []string{"true", "(exit 4)"} {
-		sn, err := s.(termapi.Executor).Exec(ctx, termapi.ExecRequest{Command: command})
+		sn, err := s.Exec(ctx, termapi.ExecRequest{Command: command})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -93,6 +93,9 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
+	if err := b.checkPolicy(spec.Policy); err != nil {
+		return nil, err
+	}
 	if spec.Cwd != "" {
 		fi, err := os.Stat(spec.Cwd)
 		if err != nil {
@@ -126,6 +129,22 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 	return s, nil
 }
 
+// checkPolicy refuses, before anything starts, what of a spawn's policy
+// the backend cannot give: resource limits (the shell's cgroup counts its
+// processes but bounds nothing yet) and a terminal size out of range. The
+// sandbox mode is checked where the sandbox is made (sandboxFor).
+func (b *Backend) checkPolicy(p termapi.Policy) error {
+	if err := (termapi.Policy{Limits: p.Limits}).Check(termapi.Capabilities{}); err != nil {
+		return fmt.Errorf("terminal-bash: %w", err)
+	}
+	if !p.Size.IsZero() {
+		if err := p.Size.Validate(); err != nil {
+			return fmt.Errorf("terminal-bash: %w", err)
+		}
+	}
+	return nil
+}
+
 // spawnSlots bounds the shells of this process that start at once: two
 // per CPU keep the machine busy without thrashing.
 var spawnSlots = make(chan struct{}, max(2, 2*runtime.NumCPU()))
@@ -142,7 +161,8 @@ var cgroupSeq atomic.Uint64
 // its own cgroup when possible, confined when the sandbox says so), and
 // launches the session.
 func (b *Backend) start(spec termapi.SpawnSpec) (*session, *send, error) {
-	term, err := openTerminal(b.cfg.rows, b.cfg.cols)
+	size := spec.Policy.Size.Or(termapi.Size{Rows: b.cfg.rows, Cols: b.cfg.cols})
+	term, err := openTerminal(size.Rows, size.Cols)
 	if err != nil {
 		return nil, nil, fmt.Errorf("terminal-bash: %w", err)
 	}
@@ -187,7 +207,15 @@ func (b *Backend) start(spec termapi.SpawnSpec) (*session, *send, error) {
 // and reach its prompt as an internal send, which launch returns.
 func (b *Backend) launch(spec termapi.SpawnSpec, term *ptyPair, ctl *control, cmd *exec.Cmd, shell proc.Identity, cg *proc.Cgroup, pol sandbox.Policy) (*session, *send, error) {
 	s := newSession(spec.SessionID, b.cfg, b.log.With("session", spec.SessionID), term, ctl)
-	s.shellCmd, s.pid, s.sandboxMode = cmd, shell.PID, string(pol.Mode)
+	s.shellCmd, s.pid, s.owner, s.name = cmd, shell.PID, spec.OwnerID, spec.Name
+	s.caps = termapi.Capabilities{
+		Exec:       true,
+		Raw:        true,
+		Resize:     true,
+		Attach:     true,
+		InputProof: true,
+		Sandbox:    termapi.SandboxMode(pol.Mode),
+	}
 	s.target = proc.Target{Shell: shell, Tracker: proc.NewTracker(shell), Cgroup: cg}
 	s.forget = b.sessions.Remove
 	now := time.Now()
@@ -215,7 +243,7 @@ func (b *Backend) launch(spec termapi.SpawnSpec, term *ptyPair, ctl *control, cm
 // in its control directory (removed with it) as TMPDIR, since it may not
 // write the shared one.
 func (b *Backend) confine(spec termapi.SpawnSpec, ctl *control, env []string) (sandbox.Policy, []string, error) {
-	sc, err := b.sandboxFor(spec.Sandbox)
+	sc, err := b.sandboxFor(string(spec.Policy.Sandbox))
 	if err != nil {
 		return sandbox.Policy{}, nil, err
 	}
@@ -367,6 +395,17 @@ func (b *Backend) Close(ctx context.Context) error {
 		b.KillAll()
 	}
 	return err
+}
+
+// List describes the backend's open sessions.
+func (b *Backend) List(context.Context) ([]termapi.Info, error) {
+	return backendkit.List(&b.sessions), nil
+}
+
+// Attach returns the open session id: in process, the very session its
+// spawn returned.
+func (b *Backend) Attach(_ context.Context, id string) (termapi.Session, error) {
+	return backendkit.Find(&b.sessions, id)
 }
 
 // KillAll sends SIGKILL to everything every open session captured, without

@@ -75,7 +75,7 @@ func BenchmarkExecSeq100k(b *testing.B) {
 // its close, unconfined and in the strictest sandbox (read-only, no
 // network).
 func BenchmarkSpawn(b *testing.B) {
-	for _, mode := range []string{"", termapi.SandboxReadOnly} {
+	for _, mode := range []termapi.SandboxMode{"", termapi.SandboxReadOnly} {
 		name := "unconfined"
 		if mode != "" {
 			name = "sandboxed"
@@ -84,14 +84,14 @@ func BenchmarkSpawn(b *testing.B) {
 	}
 }
 
-func benchSpawn(b *testing.B, mode string) {
+func benchSpawn(b *testing.B, mode termapi.SandboxMode) {
 	be := benchBackend(b)
 	if mode != "" {
 		be.sandbox.Network = false
 	}
 	ctx := context.Background()
 	for b.Loop() {
-		s, err := be.Spawn(ctx, termapi.SpawnSpec{SessionID: "bench", OwnerID: "bench", Sandbox: mode})
+		s, err := be.Spawn(ctx, termapi.SpawnSpec{SessionID: "bench", OwnerID: "bench", Policy: termapi.Policy{Sandbox: mode}})
 		if err != nil {
 			b.Fatal(err)
 		}

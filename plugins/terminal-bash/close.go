@@ -98,6 +98,9 @@ func (s *session) finishExitLocked() {
 		return
 	}
 	s.shell = shellDone
+	// The shell's output has been read to its end: readers of the raw
+	// output learn that there is no more.
+	s.raw.End()
 	if sn := s.live; sn != nil {
 		s.settleLocked(sn, termapi.WaitSessionExit)
 	}

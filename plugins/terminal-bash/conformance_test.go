@@ -35,4 +35,5 @@ var conformanceOptions = terminaltest.Options{
 	ProvesStdinWait: true,
 	ExitCommand:     "exit 3",
 	StatusCommand:   func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },
+	SizeCommand:     "stty size",
 }

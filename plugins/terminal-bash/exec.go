@@ -190,5 +190,3 @@ func (s *session) breakLineLocked() string {
 	s.partialStale = true
 	return string(line)
 }
-
-var _ termapi.Executor = (*session)(nil)

@@ -139,6 +139,7 @@ func (s *session) readRecords() {
 // scrollback, and to the live send or, between sends, to the unclaimed
 // buffer the next send starts with.
 func (s *session) consumeLocked(p []byte) {
+	s.raw.Write(p)
 	s.deliverLocked(s.render.Write(p))
 	now := time.Now()
 	s.lastOutput = now
@@ -551,6 +552,7 @@ func (s *session) endOfOutput() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.deliverLocked(s.render.Flush())
+	s.raw.End()
 	s.eof = true
 	if s.shell >= shellReaped {
 		s.finishExitLocked()

@@ -210,22 +210,22 @@ func TestSpawnAsksForAMode(t *testing.T) {
 	ws := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	ts, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-ro", OwnerID: "owner", Cwd: ws, Sandbox: "read-only"})
+	ts, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-ro", OwnerID: "owner", Cwd: ws, Policy: termapi.Policy{Sandbox: "read-only"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := ts.(*session)
 	defer s.Close(context.Background(), "test over")
-	if got := termapi.SandboxModeOf(s); got != "read-only" {
-		t.Errorf("SandboxModeOf = %q", got)
+	if got := s.Capabilities().Sandbox; got != "read-only" {
+		t.Errorf("Capabilities().Sandbox = %q", got)
 	}
 	if out, code := outputOf(t, s, "touch "+filepath.Join(ws, "f")); code == 0 || !strings.Contains(out, "Permission denied") {
 		t.Errorf("write under read-only: exit %d, %q", code, out)
 	}
-	if got := termapi.SandboxModeOf(spawn(t, b, ws)); got != "danger-full-access" {
+	if got := spawn(t, b, ws).Capabilities().Sandbox; got != "danger-full-access" {
 		t.Errorf("a spawn that asks for nothing runs in %q", got)
 	}
-	if _, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-bad", Sandbox: "strict"}); !errors.Is(err, termapi.ErrSandboxUnsupported) {
+	if _, err := b.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-bad", Policy: termapi.Policy{Sandbox: "strict"}}); !errors.Is(err, termapi.ErrSandboxUnsupported) {
 		t.Errorf("an unknown mode: %v", err)
 	}
 }

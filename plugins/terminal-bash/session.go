@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 
 	"golang.org/x/sys/unix"
@@ -65,15 +66,19 @@ func newSettings(c *Config) settings {
 //     its writes and interrupt are over.
 type session struct {
 	id       string
+	owner    string // the spawn's owner id and name, for List
+	name     string
 	cfg      settings
 	log      *slog.Logger
 	term     *ptyPair
 	ctl      *control
 	shellCmd *exec.Cmd
 	pid      int
-	// sandboxMode is the mode the shell runs in.
-	sandboxMode string
-	target      proc.Target
+	// caps are what the session can do, the sandbox it runs in included.
+	caps termapi.Capabilities
+	// raw is the terminal's output as it came, for Output.
+	raw    *backendkit.Raw
+	target proc.Target
 	// forget removes the session from its backend once it is closed.
 	forget func(*session)
 
@@ -181,6 +186,7 @@ func newSession(id string, cfg settings, log *slog.Logger, term *ptyPair, ctl *c
 		waitDone:  make(chan struct{}),
 		ctlDone:   make(chan struct{}),
 		render:    screen.NewRenderer(cfg.maxRead),
+		raw:       backendkit.NewRaw(backendkit.DefaultRawWindow),
 		scroll:    screen.NewScrollback(cfg.scrollLines, cfg.scrollBytes),
 		status:    termapi.Running,
 		unclaimed: screen.NewPending(cfg.maxRead, false),
@@ -198,8 +204,36 @@ func (s *session) Motd() string {
 // PID is the shell's process id.
 func (s *session) PID() int { return s.pid }
 
-// SandboxMode is the sandbox mode the shell runs in.
-func (s *session) SandboxMode() string { return s.sandboxMode }
+// Capabilities says what the session can do: everything the contract
+// has, with the stdin proof, in the sandbox mode it runs in.
+func (s *session) Capabilities() termapi.Capabilities { return s.caps }
+
+// Info describes the session for Backend.List.
+func (s *session) Info() termapi.Info {
+	return termapi.Info{ID: s.id, OwnerID: s.owner, Name: s.name, PID: s.pid, Status: s.Status(), Capabilities: s.caps}
+}
+
+// Output returns the terminal's raw output from position from on.
+func (s *session) Output(ctx context.Context, from int64) (termapi.Chunk, error) {
+	return s.raw.Read(ctx, from)
+}
+
+// Resize sets the terminal's size; the kernel tells the foreground group
+// (SIGWINCH).
+func (s *session) Resize(ctx context.Context, size termapi.Size) error {
+	if err := size.Validate(); err != nil {
+		return fmt.Errorf("terminal-bash: session %s: %w", s.id, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usableLocked(); err != nil {
+		return err
+	}
+	if err := pty.Setsize(s.term.master, &pty.Winsize{Rows: uint16(size.Rows), Cols: uint16(size.Cols)}); err != nil {
+		return fmt.Errorf("terminal-bash: session %s: resize: %w", s.id, err)
+	}
+	return nil
+}
 
 // Status reports whether the shell is still running.
 func (s *session) Status() termapi.Status {

@@ -41,12 +41,6 @@ var (
 	ErrShell = errors.New("terminal-docker: the shell did not start")
 )
 
-// The terminal's size, as the shell backend's default.
-const (
-	termRows = 40
-	termCols = 160
-)
-
 // Backend starts a bash per session in a container of its own (Image) or
 // in an existing one (Container), through the Docker Engine API.
 type Backend struct {
@@ -133,10 +127,11 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
-	// The container is the agent's boundary; a mode inside it is not
-	// enforced, so it is refused.
-	if err := termapi.RefuseSandbox("terminal-docker", spec); err != nil {
-		return nil, err
+	// The container is the agent's boundary; a sandbox mode inside it is
+	// not enforced, so it is refused, and so are limits tighter than the
+	// container's.
+	if err := spec.Policy.Check(termapi.Capabilities{Limits: b.limits()}); err != nil {
+		return nil, fmt.Errorf("terminal-docker: %w", err)
 	}
 	if b.sessions.Closed() {
 		return nil, errShutdown
@@ -149,6 +144,10 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 	}
 	o := inband.Options{
 		ID:       spec.SessionID,
+		OwnerID:    spec.OwnerID,
+		Name:       spec.Name,
+		Attachable: true,
+		Limits:   b.limits(),
 		Prefix:   "terminal-docker",
 		Where:    "container " + shortID(link.container),
 		StartErr: ErrShell,
@@ -195,7 +194,8 @@ func (b *Backend) open(ctx context.Context, spec termapi.SpawnSpec) (*execLink, 
 		}
 		return nil, err
 	}
-	size := &[2]uint{termRows, termCols}
+	sz := spec.Policy.Size.Or(termapi.DefaultSize)
+	size := &[2]uint{uint(sz.Rows), uint(sz.Cols)}
 	ex, err := b.api.ContainerExecCreate(ctx, l.container, container.ExecOptions{
 		User:         b.cfg.User,
 		Tty:          true,
@@ -218,7 +218,7 @@ func (b *Backend) open(ctx context.Context, spec termapi.SpawnSpec) (*execLink, 
 		return fail(fmt.Errorf("%w: container %s: start the shell: %v", ErrShell, shortID(l.container), err))
 	}
 	// Daemons older than API 1.42 ignore the size given at creation.
-	_ = b.api.ContainerExecResize(ctx, ex.ID, container.ResizeOptions{Height: termRows, Width: termCols})
+	_ = b.api.ContainerExecResize(ctx, ex.ID, container.ResizeOptions{Height: size[0], Width: size[1]})
 	if b.local {
 		l.shell = b.hostShell(ctx, ex.ID, l.container)
 	}
@@ -334,6 +334,29 @@ func randomSuffix() string {
 	var b [4]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// limits are the limits a session's container runs under: those the
+// config gives the containers dsh creates; none in an existing container.
+func (b *Backend) limits() termapi.Limits {
+	if b.cfg.Image == "" {
+		return termapi.Limits{}
+	}
+	l := termapi.Limits{Pids: int(b.cfg.PidsLimit), CPU: b.cfg.CPUs}
+	if b.cfg.Memory != "" {
+		l.Memory, _ = units.RAMInBytes(b.cfg.Memory) // checked at load
+	}
+	return l
+}
+
+// List describes the backend's open sessions.
+func (b *Backend) List(context.Context) ([]termapi.Info, error) {
+	return backendkit.List(&b.sessions), nil
+}
+
+// Attach returns the open session id, as its spawn returned it.
+func (b *Backend) Attach(_ context.Context, id string) (termapi.Session, error) {
+	return backendkit.Find(&b.sessions, id)
 }
 
 var _ termapi.Backend = (*Backend)(nil)

@@ -58,6 +58,13 @@ func (l *execLink) Write(p []byte) (int, error) { return l.conn.Conn.Write(p) }
 
 func (l *execLink) ended() { l.eofOnce.Do(func() { close(l.eof) }) }
 
+// Resize sets the exec's TTY size.
+func (l *execLink) Resize(size termapi.Size) error {
+	ctx, cancel := context.WithTimeout(context.Background(), inspectBound)
+	defer cancel()
+	return l.api.ContainerExecResize(ctx, l.exec, container.ResizeOptions{Height: uint(size.Rows), Width: uint(size.Cols)})
+}
+
 // inspectBound bounds each call to the daemon that an exit or close makes.
 const inspectBound = 30 * time.Second
 

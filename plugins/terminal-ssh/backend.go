@@ -70,8 +70,10 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
-	if err := termapi.RefuseSandbox("terminal-ssh", spec); err != nil {
-		return nil, err
+	// The remote account is the boundary: nothing in it is confined or
+	// limited from here.
+	if err := spec.Policy.Check(termapi.Capabilities{}); err != nil {
+		return nil, fmt.Errorf("terminal-ssh: %w", err)
 	}
 	if strings.IndexByte(spec.Cwd, 0) >= 0 {
 		return nil, errors.New("terminal-ssh: the working directory contains a NUL byte")
@@ -90,7 +92,7 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 	if b.afterDial != nil {
 		b.afterDial()
 	}
-	link, err := b.open(client)
+	link, err := b.open(client, spec.Policy.Size.Or(termapi.DefaultSize))
 	if err != nil {
 		client.Close()
 		_ = client.Wait()
@@ -102,6 +104,9 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 	}
 	s, err := inband.Start(ctx, link, dir, inband.Options{
 		ID:       spec.SessionID,
+		OwnerID:    spec.OwnerID,
+		Name:       spec.Name,
+		Attachable: true,
 		Prefix:   "terminal-ssh",
 		Where:    b.cfg.addr(),
 		StartErr: ErrRemoteShell,
@@ -124,7 +129,7 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 const closeBudget = 10 * time.Second
 
 // open starts the remote shell on a PTY of the new connection.
-func (b *Backend) open(client *ssh.Client) (*sshLink, error) {
+func (b *Backend) open(client *ssh.Client, size termapi.Size) (*sshLink, error) {
 	addr := b.cfg.addr()
 	remote, err := client.NewSession()
 	if err != nil {
@@ -142,7 +147,7 @@ func (b *Backend) open(client *ssh.Client) (*sshLink, error) {
 		ssh.TTY_OP_ISPEED: 38400,
 		ssh.TTY_OP_OSPEED: 38400,
 	}
-	if err := remote.RequestPty("dumb", termRows, termCols, modes); err != nil {
+	if err := remote.RequestPty("dumb", size.Rows, size.Cols, modes); err != nil {
 		remote.Close()
 		return nil, fmt.Errorf("%w: %s: request a terminal: %v", ErrRemoteShell, addr, err)
 	}
@@ -167,6 +172,16 @@ func (b *Backend) open(client *ssh.Client) (*sshLink, error) {
 // fail. It reports the sessions that did not close within ctx.
 func (b *Backend) Close(ctx context.Context) error {
 	return b.sessions.Close(ctx, "backend closed")
+}
+
+// List describes the backend's open sessions.
+func (b *Backend) List(context.Context) ([]termapi.Info, error) {
+	return backendkit.List(&b.sessions), nil
+}
+
+// Attach returns the open session id, as its spawn returned it.
+func (b *Backend) Attach(_ context.Context, id string) (termapi.Session, error) {
+	return backendkit.Find(&b.sessions, id)
 }
 
 var _ termapi.Backend = (*Backend)(nil)

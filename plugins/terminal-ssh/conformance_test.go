@@ -28,6 +28,7 @@ func TestConformance(t *testing.T) {
 		ProvesStdinWait: false,
 		ExitCommand:     "exit 3",
 		StatusCommand:   func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },
+		SizeCommand:     "stty size",
 		Timeout:         2 * time.Minute,
 	})
 }

@@ -12,12 +12,6 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-// The terminal's size, as the shell backend's default.
-const (
-	termRows = 40
-	termCols = 160
-)
-
 // sshLink is a remote shell on the PTY of an SSH session, with the
 // connection to itself: the inband.Link of this backend.
 type sshLink struct {
@@ -51,6 +45,11 @@ func (l *sshLink) Write(p []byte) (int, error) { return l.stdin.Write(p) }
 // Wait returns the remote shell's exit status, or -1 for a connection that
 // ended without saying.
 func (l *sshLink) Wait() termapi.Status { return exitStatus(l.remote.Wait()) }
+
+// Resize asks the server to change the PTY's size (an SSH window-change).
+func (l *sshLink) Resize(size termapi.Size) error {
+	return l.remote.WindowChange(size.Rows, size.Cols)
+}
 
 // Close closes the session and the connection, and returns once no
 // goroutine of the library, nor the keepalive, is left.

@@ -123,7 +123,7 @@ func TestServiceWithBash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.ID != "pty-1" || info.Name != "main" || info.Type != "shell" || info.PID <= 0 || info.Motd != "" || info.Status != termapi.Running {
+	if !sessionIDPattern.MatchString(info.ID) || info.Name != "main" || info.Type != "shell" || info.PID <= 0 || info.Motd != "" || info.Status != termapi.Running {
 		t.Fatalf("Spawn = %+v", info)
 	}
 

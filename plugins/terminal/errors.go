@@ -32,7 +32,7 @@ var (
 	ErrOwnerNotLive     = errors.New("terminal: owner is not live")
 	ErrDuplicateName    = errors.New("terminal: session name taken")
 	ErrServiceClosing   = errors.New("terminal: service is closing")
-	// ErrSandboxModeFenced: an owner's sandbox mode cannot change while it
-	// has sessions open or being created.
-	ErrSandboxModeFenced = errors.New("terminal: sandbox mode is fenced by open sessions")
+	// ErrPolicyFenced: an owner's sandbox mode or limits cannot change
+	// while it has sessions open or being created.
+	ErrPolicyFenced = errors.New("terminal: the spawn policy is fenced by open sessions")
 )

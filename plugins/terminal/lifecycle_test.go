@@ -330,9 +330,9 @@ func TestServiceClose(t *testing.T) {
 		other := newOwner(t, h, "other")
 		b := &stubBackend{typ: "stub"}
 		svc := newService(t, b)
-		mustSpawn(t, svc, owner, "stub", "")
+		first := mustSpawn(t, svc, owner, "stub", "")
 		mustSpawn(t, svc, other, "stub", "")
-		if ok, err := svc.Kill(t.Context(), owner, "pty-1", ""); !ok || err != nil {
+		if ok, err := svc.Kill(t.Context(), owner, first.ID, ""); !ok || err != nil {
 			t.Fatalf("Kill = %v, %v", ok, err)
 		}
 		mustSpawn(t, svc, owner, "stub", "")

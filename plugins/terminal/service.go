@@ -30,7 +30,6 @@ type Service struct {
 	backends []*backendEntry // registration order
 	owners   map[*host.Owner]*ownerState
 	sessions map[string]*record
-	nextID   uint64
 	closing  bool
 	done     chan struct{} // closed when Close starts: aborts pending spawns
 	closed   chan struct{} // closed when Close has finished
@@ -53,16 +52,16 @@ type ownerState struct {
 	// retained are cleanup failures of spawns that did not publish: until a
 	// disposal reports them, something may still be running.
 	retained []error
-	// sandbox is the mode the owner's spawns ask for (SetSandboxMode);
-	// empty: each backend's own.
-	sandbox string
+	// policy is what the owner's spawns ask for (SetPolicy); its zero
+	// value asks for each backend's own.
+	policy termapi.Policy
 }
 
 // pendingSpawn is a spawn between its id being minted and its outcome
 // (publication, or failure and rollback) being final.
 type pendingSpawn struct {
 	name    string
-	sandbox string // the mode the spawn asked for; empty: the backend's
+	policy  termapi.Policy // what the spawn asked for
 	settled chan struct{}
 }
 
@@ -77,7 +76,7 @@ type record struct {
 	session       termapi.Session
 	pid           int
 	motd          string
-	sandbox       string // the mode the session runs in
+	caps          termapi.Capabilities // what the session can do, and runs under
 
 	// Guarded by Service.mu.
 	send    *liveSend // the send holding the service's slot, if any

@@ -3,6 +3,7 @@ package terminal_test
 import (
 	"context"
 	"errors"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -127,18 +128,19 @@ func TestSpawn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := terminal.SessionInfo{ID: "pty-1", Name: "main", Type: "stub", PID: 123, Status: termapi.Running, Motd: "stub ready"}
+	wantID(t, info.ID)
+	want := terminal.SessionInfo{ID: info.ID, Name: "main", Type: "stub", PID: 123, Status: termapi.Running, Motd: "stub ready"}
 	if info != want {
 		t.Fatalf("Spawn = %+v, want %+v", info, want)
 	}
-	if got, want := b.spec(0), (termapi.SpawnSpec{SessionID: "pty-1", OwnerID: "agent", Cwd: "/tmp", Name: "main"}); got != want {
+	if got, want := b.spec(0), (termapi.SpawnSpec{SessionID: info.ID, OwnerID: "agent", Cwd: "/tmp", Name: "main"}); got != want {
 		t.Fatalf("backend spec = %+v, want %+v", got, want)
 	}
 
 	// Without a cwd the session starts in the owner's workspace.
 	info2 := mustSpawn(t, svc, owner, "stub", "")
-	if info2.ID != "pty-2" {
-		t.Fatalf("second id = %q, want pty-2", info2.ID)
+	if wantID(t, info2.ID); info2.ID == info.ID {
+		t.Fatalf("second id = %q, the first's", info2.ID)
 	}
 	if got := b.spec(1).Cwd; got != owner.Workdir() {
 		t.Fatalf("default cwd = %q, want the owner's workdir %q", got, owner.Workdir())
@@ -173,23 +175,25 @@ func TestSpawnBackendFailure(t *testing.T) {
 	owner := newOwner(t, h, "agent")
 	providerFailed := errors.New("provider failed")
 	fail := true
-	svc := newService(t, &stubBackend{typ: "stub", spawn: func(context.Context, termapi.SpawnSpec) (termapi.Session, error) {
+	b := &stubBackend{typ: "stub", spawn: func(context.Context, termapi.SpawnSpec) (termapi.Session, error) {
 		if fail {
 			return nil, providerFailed
 		}
 		return newStubSession(), nil
-	}})
+	}}
+	svc := newService(t, b)
 
 	_, err := svc.Spawn(t.Context(), owner, terminal.SpawnRequest{Type: "stub", Name: "main"})
-	wantErr(t, err, providerFailed, "start PTY session pty-1 (stub): provider failed")
+	failedID := b.spec(0).SessionID
+	wantErr(t, err, providerFailed, "start PTY session "+failedID+" (stub): provider failed")
 	if svc.HasActivity(owner) {
 		t.Fatal("a spawn that failed cleanly left owner activity")
 	}
 
-	// The failed spawn used up its id and released its name.
+	// The failed spawn's id is never used again; its name is free.
 	fail = false
-	if info := mustSpawn(t, svc, owner, "stub", "main"); info.ID != "pty-2" {
-		t.Fatalf("id after a failed spawn = %q, want pty-2", info.ID)
+	if info := mustSpawn(t, svc, owner, "stub", "main"); info.ID == failedID {
+		t.Fatalf("id after a failed spawn = %q, the failed spawn's", info.ID)
 	}
 }
 
@@ -258,9 +262,10 @@ func TestSpawnCheckOrder(t *testing.T) {
 				t.Fatalf("backend spawned %d times, want only the setup spawn", calls)
 			}
 			if !tc.closeService {
-				// Checks that fail before the backend runs mint no id.
-				if info := mustSpawn(t, svc, live, "stub", ""); info.ID != "pty-2" {
-					t.Fatalf("next id = %q, want pty-2", info.ID)
+				// Checks that fail before the backend runs leave the
+				// service as it was.
+				if info := mustSpawn(t, svc, live, "stub", ""); len(svc.List(live)) != 2 {
+					t.Fatalf("after the refused spawn, %s joined %+v", info.ID, svc.List(live))
 				}
 			}
 		})
@@ -313,9 +318,9 @@ func TestSpawnNames(t *testing.T) {
 func TestFencing(t *testing.T) {
 	h := newHost(t)
 	owner := newOwner(t, h, "agent")
-	// An owner with the same id, from another host: identity, not the id
-	// string, is what grants access.
-	foreign := newOwner(t, newHost(t), "agent")
+	// Another owner, of this host or of another: only the owner's key
+	// (its id) grants access.
+	foreign := newOwner(t, newHost(t), "agent-2")
 	b := &stubBackend{typ: "stub"}
 	svc := newService(t, b)
 	info := mustSpawn(t, svc, owner, "stub", "")
@@ -368,6 +373,20 @@ func TestFencing(t *testing.T) {
 	if got := svc.List(owner); len(got) != 1 {
 		t.Fatalf("List(owner) = %+v, want the session unharmed", got)
 	}
+	// The key is what the fence compares: an owner object with the same
+	// key (a restarted front, which the host allows once the first is
+	// gone) reaches the session as its own, until the first's disposal
+	// has begun.
+	sameKey := newOwner(t, newHost(t), "agent")
+	if _, err := svc.Read(sameKey, info.ID, termapi.ReadRequest{}); err != nil {
+		t.Fatalf("Read by an owner with the same key: %v", err)
+	}
+	if err := owner.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Read(sameKey, info.ID, termapi.ReadRequest{}); !errors.Is(err, termapi.ErrNoSession) {
+		t.Fatalf("Read after the owner's disposal: %v, want ErrNoSession", err)
+	}
 }
 
 func TestList(t *testing.T) {
@@ -375,10 +394,11 @@ func TestList(t *testing.T) {
 	owner := newOwner(t, h, "agent")
 	b := &stubBackend{typ: "stub"}
 	svc := newService(t, b)
+	var ids []string
 	for _, name := range []string{"a", "b", "c"} {
-		mustSpawn(t, svc, owner, "stub", name)
+		ids = append(ids, mustSpawn(t, svc, owner, "stub", name).ID)
 	}
-	if ok, err := svc.Kill(t.Context(), owner, "pty-2", ""); !ok || err != nil {
+	if ok, err := svc.Kill(t.Context(), owner, ids[1], ""); !ok || err != nil {
 		t.Fatalf("Kill = %v, %v", ok, err)
 	}
 	exited := termapi.Status{Exited: true, ExitCode: 3}
@@ -386,13 +406,24 @@ func TestList(t *testing.T) {
 
 	got := svc.List(owner)
 	want := []terminal.SessionInfo{
-		{ID: "pty-1", Name: "a", Type: "stub", PID: 123, Status: termapi.Running, Motd: "stub ready"},
-		{ID: "pty-3", Name: "c", Type: "stub", PID: 123, Status: exited, Motd: "stub ready"},
+		{ID: ids[0], Name: "a", Type: "stub", PID: 123, Status: termapi.Running, Motd: "stub ready"},
+		{ID: ids[2], Name: "c", Type: "stub", PID: 123, Status: exited, Motd: "stub ready"},
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("List = %+v, want %+v", got, want)
 	}
 	if got := svc.List(nil); len(got) != 0 {
 		t.Fatalf("List(nil) = %+v, want none", got)
+	}
+}
+
+// sessionIDPattern is what the service's session ids look like: random, so
+// that an id is never reused, not even by another process.
+var sessionIDPattern = regexp.MustCompile(`^pty-[a-z2-7]{16}$`)
+
+func wantID(t *testing.T, id string) {
+	t.Helper()
+	if !sessionIDPattern.MatchString(id) {
+		t.Fatalf("session id %q does not match %s", id, sessionIDPattern)
 	}
 }

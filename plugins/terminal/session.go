@@ -3,6 +3,7 @@ package terminal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
@@ -10,11 +11,13 @@ import (
 	"github.com/dshdev/dsh/host"
 )
 
-// lookupLocked finds a session of owner. Another owner's session gets the
+// lookupLocked finds a session of owner: one whose owner has the same key
+// (ID), which can outlive one owner object. The sessions of an owner whose
+// disposal has begun are its own alone. Another owner's session gets the
 // same answer as an id that does not exist.
 func (s *Service) lookupLocked(owner *host.Owner, id string) (*record, error) {
 	r := s.sessions[id]
-	if r == nil || owner == nil || r.state.owner != owner {
+	if r == nil || owner == nil || r.state.owner.ID() != owner.ID() || (r.state.owner != owner && r.state.disposed) {
 		return nil, errNoSession(id)
 	}
 	return r, nil
@@ -48,16 +51,15 @@ func (s *Service) StartSend(ctx context.Context, owner *host.Owner, id string, r
 	})
 }
 
-// Exec runs a command line in session id of owner (see Executor). It checks
-// what StartSend checks, in the same order, then that the session's backend
-// can run commands (termapi.ErrExecUnsupported).
+// Exec runs a command line in session id of owner (see termapi.Session).
+// It checks what StartSend checks, in the same order, then that the
+// session can run commands (an error wrapping errors.ErrUnsupported).
 func (s *Service) Exec(ctx context.Context, owner *host.Owner, id string, req termapi.ExecRequest) (termapi.Send, error) {
 	return s.withSlot(ctx, owner, id, func(session termapi.Session) (termapi.Send, error) {
-		x, ok := session.(termapi.Executor)
-		if !ok {
-			return nil, errorf(termapi.ErrExecUnsupported, "PTY session %s cannot run commands", id)
+		if !session.Capabilities().Exec {
+			return nil, fmt.Errorf("PTY session %s cannot run commands: %w", id, errors.ErrUnsupported)
 		}
-		return x.Exec(ctx, req)
+		return session.Exec(ctx, req)
 	})
 }
 
@@ -103,6 +105,30 @@ func (s *Service) Read(owner *host.Owner, id string, req termapi.ReadRequest) (t
 		return termapi.ReadResult{}, err
 	}
 	return r.session.Read(req)
+}
+
+// Resize sets the terminal size of session id (an error wrapping
+// errors.ErrUnsupported where the session cannot be resized).
+func (s *Service) Resize(ctx context.Context, owner *host.Owner, id string, size termapi.Size) error {
+	s.mu.Lock()
+	r, err := s.openLocked(owner, id)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return r.session.Resize(ctx, size)
+}
+
+// Output returns the raw output of session id from position from on (see
+// termapi.Session.Output).
+func (s *Service) Output(ctx context.Context, owner *host.Owner, id string, from int64) (termapi.Chunk, error) {
+	s.mu.Lock()
+	r, err := s.lookupLocked(owner, id)
+	s.mu.Unlock()
+	if err != nil {
+		return termapi.Chunk{}, err
+	}
+	return r.session.Output(ctx, from)
 }
 
 // Signal delivers sig to the foreground process group of session id. The

@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
@@ -21,6 +22,9 @@ type SpawnRequest struct {
 	// Cwd is the working directory of the session's first process; empty
 	// means the owner's workdir.
 	Cwd string
+	// Size is the terminal's size at the start; zero: the owner's policy,
+	// else the backend's own.
+	Size termapi.Size
 }
 
 // SessionInfo describes a published session.
@@ -34,6 +38,9 @@ type SessionInfo struct {
 	Status termapi.Status
 	// Motd is what the terminal showed once it became ready.
 	Motd string
+	// Capabilities are what the session can do, and the sandbox and
+	// limits it runs under.
+	Capabilities termapi.Capabilities
 }
 
 // Spawn starts a session of req.Type for owner and publishes it. The order
@@ -46,32 +53,36 @@ func (s *Service) Spawn(ctx context.Context, owner *host.Owner, req SpawnRequest
 		s.mu.Unlock()
 		return SessionInfo{}, err
 	}
-	p := &pendingSpawn{name: req.Name, sandbox: st.sandbox, settled: make(chan struct{})}
+	p := &pendingSpawn{name: req.Name, policy: st.policy, settled: make(chan struct{})}
+	if !req.Size.IsZero() {
+		p.policy.Size = req.Size
+	}
 	st.pending[p] = struct{}{}
-	s.nextID++
-	id := fmt.Sprintf("pty-%d", s.nextID)
+	id := newSessionID()
 	s.mu.Unlock()
 
-	spec := termapi.SpawnSpec{SessionID: id, OwnerID: owner.ID(), Cwd: req.Cwd, Name: req.Name, Sandbox: p.sandbox}
+	spec := termapi.SpawnSpec{SessionID: id, OwnerID: owner.ID(), Cwd: req.Cwd, Name: req.Name, Policy: p.policy}
 	if spec.Cwd == "" {
 		spec.Cwd = owner.Workdir()
 	}
 	session, lifecycle, err := s.runBackend(ctx, owner, backend, spec)
-	var motd, mode string
+	var motd string
 	var pid int
+	var caps termapi.Capabilities
 	if session != nil {
-		motd, pid, mode = session.Motd(), session.PID(), termapi.SandboxModeOf(session)
-		if spec.Sandbox != "" && mode != spec.Sandbox && err == nil {
-			// A backend that knows nothing of sandboxes ran it as it
-			// runs everything: refused, never a weaker mode in silence.
-			err = errorf(termapi.ErrSandboxUnsupported, "PTY backend %q cannot enforce sandbox mode %q (its session runs in %q)", req.Type, spec.Sandbox, mode)
+		motd, pid, caps = session.Motd(), session.PID(), session.Capabilities()
+		if perr := spec.Policy.Check(caps); perr != nil && err == nil {
+			// A backend that does not check what it is asked for ran the
+			// session as it runs every session: refused, never a weaker
+			// sandbox or looser limits in silence.
+			err = fmt.Errorf("PTY backend %q: %w", req.Type, perr)
 		}
 	}
 
 	s.mu.Lock()
 	failure := s.spawnFailureLocked(ctx, lifecycle, st, id, req.Type, session, err)
 	if failure == nil {
-		r := &record{id: id, name: req.Name, typ: req.Type, state: st, session: session, pid: pid, motd: motd, sandbox: mode}
+		r := &record{id: id, name: req.Name, typ: req.Type, state: st, session: session, pid: pid, motd: motd, caps: caps}
 		s.sessions[id] = r
 		st.sessions = append(st.sessions, r)
 		delete(st.pending, p)
@@ -190,21 +201,33 @@ func (s *Service) spawnFailureLocked(ctx context.Context, lifecycle error, st *o
 }
 
 func (r *record) info(status termapi.Status) SessionInfo {
-	return SessionInfo{ID: r.id, Name: r.name, Type: r.typ, PID: r.pid, Status: status, Motd: r.motd}
+	return SessionInfo{ID: r.id, Name: r.name, Type: r.typ, PID: r.pid, Status: status, Motd: r.motd, Capabilities: r.caps}
 }
 
-// SetSandboxMode sets the sandbox mode of owner's later sessions: every
-// spawn for the owner asks its backend for that mode, and fails where the
-// backend cannot enforce it. Empty returns the choice to each backend.
+// newSessionID mints a session id: random, so that it is unique across
+// restarts of dsh, and short enough to read in a message.
+func newSessionID() string { return "pty-" + strings.ToLower(rand.Text()[:16]) }
+
+// SetPolicy sets the policy of owner's later sessions (sandbox mode,
+// limits, terminal size): every spawn for the owner asks its backend for
+// it, and fails where the backend cannot enforce it. The zero policy
+// returns every choice to each backend.
 //
-// A shell cannot be confined more, or less, once it runs, so the mode is
-// fenced: while the owner has sessions open or being created, a change is
-// refused (ErrSandboxModeFenced) with the original's message; setting the
-// mode they already run in is allowed. The fence belongs to the owner, so
-// it holds whatever happens to the backends.
-func (s *Service) SetSandboxMode(owner *host.Owner, mode string) error {
-	if mode != "" && !slices.Contains(termapi.SandboxModes, mode) {
-		return errorf(termapi.ErrInvalidSandboxMode, "sandbox mode must be one of %s; got %q", strings.Join(termapi.SandboxModes, ", "), mode)
+// A shell cannot be confined more, or less, once it runs, so the policy's
+// confinement is fenced: while the owner has sessions open or being
+// created, a change of its sandbox mode or limits is refused
+// (ErrPolicyFenced) with the original's message; setting what they
+// already run under is allowed, and the size may change at any time. The
+// fence belongs to the owner, so it holds whatever happens to the
+// backends.
+func (s *Service) SetPolicy(owner *host.Owner, p termapi.Policy) error {
+	if _, err := termapi.ParseSandboxMode(string(p.Sandbox)); err != nil {
+		return err
+	}
+	if !p.Size.IsZero() {
+		if err := p.Size.Validate(); err != nil {
+			return err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -215,34 +238,42 @@ func (s *Service) SetSandboxMode(owner *host.Owner, mode string) error {
 	if err != nil {
 		return err
 	}
-	if cur, busy := st.sandboxModeLocked(); busy && mode != cur {
-		return errorf(ErrSandboxModeFenced, "cannot change sandbox mode from %q to %q while persistent terminal sessions are open or being created; wait for creation to settle and close them first", cur, mode)
+	if cur, busy := st.policyLocked(); busy {
+		if p.Sandbox != cur.Sandbox {
+			return errorf(ErrPolicyFenced, "cannot change sandbox mode from %q to %q while persistent terminal sessions are open or being created; wait for creation to settle and close them first", cur.Sandbox, p.Sandbox)
+		}
+		if p.Limits != cur.Limits {
+			return errorf(ErrPolicyFenced, "cannot change resource limits from %+v to %+v while persistent terminal sessions are open or being created; wait for creation to settle and close them first", cur.Limits, p.Limits)
+		}
 	}
-	st.sandbox = mode
+	st.policy = p
 	return nil
 }
 
-// SandboxMode is the mode owner's spawns ask for: what SetSandboxMode set,
-// or empty for each backend's own.
-func (s *Service) SandboxMode(owner *host.Owner) string {
+// Policy is what owner's spawns ask for: what SetPolicy set, or the zero
+// policy (each backend's own).
+func (s *Service) Policy(owner *host.Owner) termapi.Policy {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st := s.owners[owner]; st != nil {
-		return st.sandbox
+		return st.policy
 	}
-	return ""
+	return termapi.Policy{}
 }
 
-// sandboxModeLocked is the owner's effective mode and whether it has
-// activity that fences it: the mode it set, else the mode its sessions
-// run in (as their backends chose it).
-func (st *ownerState) sandboxModeLocked() (mode string, busy bool) {
+// policyLocked is the owner's effective policy and whether it has activity
+// that fences it: the policy it set, else, for the sandbox mode, the mode
+// its sessions run in (as their backends chose it).
+func (st *ownerState) policyLocked() (p termapi.Policy, busy bool) {
 	busy = len(st.sessions) > 0 || len(st.pending) > 0
-	if st.sandbox != "" || !busy {
-		return st.sandbox, busy
+	p = st.policy
+	if p.Sandbox != "" || !busy {
+		return p, busy
 	}
 	if len(st.sessions) > 0 {
-		return st.sessions[0].sandbox, true
+		p.Sandbox = st.sessions[0].caps.Sandbox
+	} else {
+		p.Sandbox = "the backend's default"
 	}
-	return "the backend's default", true
+	return p, true
 }

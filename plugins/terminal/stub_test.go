@@ -22,6 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // spawn function when set; otherwise it returns a fresh stubSession at once
 // and records that too.
 type stubBackend struct {
+	termapi.UnsupportedLister
 	typ   string
 	spawn func(ctx context.Context, spec termapi.SpawnSpec) (termapi.Session, error)
 
@@ -84,8 +85,10 @@ func (g *gatedSpawn) spawn(ctx context.Context, _ termapi.SpawnSpec) (termapi.Se
 // called with; it fails with closeErr while that is set, and blocks on
 // closeGate while that is set.
 type stubSession struct {
+	termapi.Unsupported
 	pid  int
 	motd string
+	caps termapi.Capabilities
 
 	mu        sync.Mutex
 	status    termapi.Status
@@ -303,3 +306,5 @@ func mustSpawn(t *testing.T, svc *terminal.Service, owner *host.Owner, typ, name
 	}
 	return info
 }
+
+func (s *stubSession) Capabilities() termapi.Capabilities { return s.caps }

@@ -3,6 +3,7 @@ package backendkit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -93,4 +94,33 @@ func (r *Sessions[S]) Close(ctx context.Context, reason string) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// Described is a session that describes itself for Backend.List.
+type Described interface {
+	Closer
+	Info() termapi.Info
+}
+
+// List describes the live sessions of r: a backend's List.
+func List[S Described](r *Sessions[S]) []termapi.Info {
+	live := r.List()
+	infos := make([]termapi.Info, len(live))
+	for i, s := range live {
+		infos[i] = s.Info()
+	}
+	return infos
+}
+
+// Find returns the live session of r with id: a backend's Attach, where
+// handing a session over means handing out the same session. The error
+// wraps termapi.ErrNoSession.
+func Find[S Described](r *Sessions[S], id string) (S, error) {
+	for _, s := range r.List() {
+		if s.Info().ID == id {
+			return s, nil
+		}
+	}
+	var none S
+	return none, fmt.Errorf("%w %s", termapi.ErrNoSession, id)
 }

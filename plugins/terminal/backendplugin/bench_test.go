@@ -26,14 +26,14 @@ func benchBackends(b *testing.B) map[string]termapi.Backend {
 	return map[string]termapi.Backend{"inprocess": in, "plugin": open(b, "{}")}
 }
 
-func benchSession(b *testing.B, backend termapi.Backend) termapi.Executor {
+func benchSession(b *testing.B, backend termapi.Backend) termapi.Session {
 	ctx := context.Background()
 	s, err := backend.Spawn(ctx, termapi.SpawnSpec{SessionID: "bench", OwnerID: "bench", Cwd: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close(context.Background(), "bench over") })
-	return s.(termapi.Executor)
+	return s
 }
 
 // BenchmarkExecTrue is the per-call cost: Exec of `true` until it settles

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -154,11 +155,18 @@ func startError(path string, err error, stderr string) error {
 		// go-plugin's own guesses run to a dozen lines; the cause is this.
 		msg = "no handshake: it is not a dsh backend plugin, or it failed before its handshake"
 	}
+	if m := pluginVersion.FindStringSubmatch(msg); m != nil {
+		msg = fmt.Sprintf("incompatible API version: it speaks backend protocol version %s, this dsh speaks version %d: build it against the backendplugin package of this dsh", m[1], ProtocolVersion)
+	}
 	if stderr = strings.TrimSpace(stderr); stderr != "" {
 		return fmt.Errorf("start %s: %s; it wrote: %s", path, msg, stderr)
 	}
 	return fmt.Errorf("start %s: %s", path, msg)
 }
+
+// pluginVersion finds the version in go-plugin's error about a plugin of
+// another protocol version.
+var pluginVersion = regexp.MustCompile(`(?i)incompatible API version.*Plugin version: (\d+)`)
 
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {
@@ -220,7 +228,7 @@ func (c *Client) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Ses
 		OwnerId:   spec.OwnerID,
 		Cwd:       spec.Cwd,
 		Name:      spec.Name,
-		Sandbox:   spec.Sandbox,
+		Policy:    policyToPB(spec.Policy),
 	}
 	var (
 		p    *process
@@ -244,11 +252,48 @@ func (c *Client) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Ses
 	if err != nil {
 		return nil, err
 	}
-	s := &session{proc: p, id: spec.SessionID, motd: string(resp.GetMotd()), pid: int(resp.GetPid()), sandbox: resp.GetSandboxMode()}
-	if resp.GetExecutor() {
-		return &execSession{s}, nil
+	return newSession(p, spec.SessionID, resp), nil
+}
+
+func newSession(p *process, id string, resp *backendpb.SpawnResponse) *session {
+	return &session{proc: p, id: id, motd: string(resp.GetMotd()), pid: int(resp.GetPid()), caps: capsFromPB(resp.GetCapabilities())}
+}
+
+// List describes the sessions the plugin holds.
+func (c *Client) List(ctx context.Context) ([]termapi.Info, error) {
+	p, err := c.live(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return s, nil
+	resp, err := p.rpc.List(ctx, &backendpb.ListRequest{})
+	if err != nil {
+		return nil, fromStatus("list", err)
+	}
+	infos := make([]termapi.Info, len(resp.GetSessions()))
+	for i, in := range resp.GetSessions() {
+		infos[i] = termapi.Info{
+			ID:           in.GetSessionId(),
+			OwnerID:      in.GetOwnerId(),
+			Name:         in.GetName(),
+			PID:          int(in.GetPid()),
+			Status:       statusFromPB(in.GetStatus()),
+			Capabilities: capsFromPB(in.GetCapabilities()),
+		}
+	}
+	return infos, nil
+}
+
+// Attach takes over a session the plugin holds.
+func (c *Client) Attach(ctx context.Context, id string) (termapi.Session, error) {
+	p, err := c.live(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.rpc.Attach(ctx, &backendpb.SessionRef{SessionId: id})
+	if err != nil {
+		return nil, fromStatus("attach", err)
+	}
+	return newSession(p, id, resp), nil
 }
 
 // Close stops the plugin process: it closes what sessions it still has

@@ -30,7 +30,8 @@ func TestOpenFailures(t *testing.T) {
 	}{
 		{"crash at start", func(t *testing.T) string { return pluginScript(t, "crash") }, "", []string{"start", "no handshake", "it wrote: plugin: cannot start: out of luck"}},
 		{"not a plugin", func(t *testing.T) string { return pluginScript(t, "silent") }, "", []string{"start", "no handshake"}},
-		{"another protocol version", func(t *testing.T) string { return pluginScript(t, "future") }, "", []string{"incompatible API version", "Plugin version: 2"}},
+		{"a later protocol version", func(t *testing.T) string { return pluginScript(t, "future") }, "", []string{"incompatible API version", versions(backendplugin.ProtocolVersion + 1)}},
+		{"the previous protocol version", func(t *testing.T) string { return pluginScript(t, "past") }, "", []string{"incompatible API version", versions(backendplugin.ProtocolVersion - 1)}},
 		{"config rejected", func(t *testing.T) string { return pluginScript(t, "bash") }, `{"rows": 40, "bogus": 1}`, []string{"configure", `unknown field "bogus"`}},
 		{"config invalid", func(t *testing.T) string { return pluginScript(t, "bash") }, `{"rows": -1}`, []string{"configure", "rows"}},
 		{"missing executable", func(t *testing.T) string { return "/nonexistent/backend" }, "", []string{"/nonexistent/backend"}},
@@ -87,7 +88,7 @@ func execIn(t *testing.T, s termapi.Session, command string) termapi.SendResult 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	sn, err := s.(termapi.Executor).Exec(ctx, termapi.ExecRequest{Command: command})
+	sn, err := s.Exec(ctx, termapi.ExecRequest{Command: command})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestPluginKilledMidCommand(t *testing.T) {
 		t.Fatalf("export: %+v", res)
 	}
 	shell := s.PID()
-	sn, err := s.(termapi.Executor).Exec(ctx, termapi.ExecRequest{Command: "sleep 100"})
+	sn, err := s.Exec(ctx, termapi.ExecRequest{Command: "sleep 100"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestPluginKilledMidCommand(t *testing.T) {
 	if st := s.Status(); !st.Exited {
 		t.Errorf("status after the plugin died: %v", st)
 	}
-	if _, err := s.(termapi.Executor).Exec(ctx, termapi.ExecRequest{Command: "true"}); !errors.Is(err, termapi.ErrSessionExited) {
+	if _, err := s.Exec(ctx, termapi.ExecRequest{Command: "true"}); !errors.Is(err, termapi.ErrSessionExited) {
 		t.Errorf("Exec on the dead session: %v, want ErrSessionExited", err)
 	}
 	if err := s.Close(ctx, "test"); err != nil {
@@ -197,7 +198,7 @@ func TestSentinelErrors(t *testing.T) {
 	if _, err := s.Signal(ctx, "SIGUSR1"); !errors.Is(err, termapi.ErrUnsupportedSignal) {
 		t.Errorf("SIGUSR1: %v, want ErrUnsupportedSignal", err)
 	}
-	sn, err := s.(termapi.Executor).Exec(ctx, termapi.ExecRequest{Command: "sleep 100"})
+	sn, err := s.Exec(ctx, termapi.ExecRequest{Command: "sleep 100"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,26 +241,36 @@ func TestHostGoneEndsPlugin(t *testing.T) {
 	pidGone(t, shell)
 }
 
-// TestSandboxModeCrosses: a spawn's sandbox mode reaches the plugin's
-// backend, and the mode its session runs in comes back.
-func TestSandboxModeCrosses(t *testing.T) {
+// TestPolicyCrosses: a spawn's policy reaches the plugin's backend (the
+// sandbox mode, the size), and the session's capabilities come back.
+func TestPolicyCrosses(t *testing.T) {
 	c := open(t, "{}")
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	s, err := c.Spawn(ctx, termapi.SpawnSpec{SessionID: "s1", OwnerID: "o", Cwd: t.TempDir(), Sandbox: termapi.SandboxReadOnly})
+	s, err := c.Spawn(ctx, termapi.SpawnSpec{SessionID: "s1", OwnerID: "o", Cwd: t.TempDir(), Policy: termapi.Policy{Sandbox: termapi.SandboxReadOnly, Size: termapi.Size{Rows: 31, Cols: 97}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx, "test")
-	if got := termapi.SandboxModeOf(s); got != termapi.SandboxReadOnly {
-		t.Errorf("SandboxModeOf = %q, want read-only", got)
+	want := termapi.Capabilities{Exec: true, Raw: true, Resize: true, Attach: true, InputProof: true, Sandbox: termapi.SandboxReadOnly}
+	if got := s.Capabilities(); got != want {
+		t.Errorf("Capabilities = %+v, want %+v", got, want)
+	}
+	if res := execIn(t, s, "stty size"); res.Exec == nil || !strings.Contains(res.Viewport, "31 97") {
+		t.Errorf("the size did not reach the terminal: %+v", res)
 	}
 	plain, err := c.Spawn(ctx, termapi.SpawnSpec{SessionID: "s2", OwnerID: "o"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer plain.Close(ctx, "test")
-	if got := termapi.SandboxModeOf(plain); got != termapi.SandboxFullAccess {
-		t.Errorf("SandboxModeOf = %q, want danger-full-access", got)
+	if got := plain.Capabilities().Sandbox; got != termapi.SandboxFullAccess {
+		t.Errorf("Capabilities().Sandbox = %q, want danger-full-access", got)
 	}
+}
+
+// versions is what a failed start says of a plugin of protocol version v:
+// both versions, the plugin's and dsh's.
+func versions(v int) string {
+	return fmt.Sprintf("it speaks backend protocol version %d, this dsh speaks version %d", v, backendplugin.ProtocolVersion)
 }

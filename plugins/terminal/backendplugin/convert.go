@@ -57,3 +57,55 @@ func resultFromPB(r *backendpb.Result) termapi.SendResult {
 	}
 	return out
 }
+
+func limitsToPB(l termapi.Limits) *backendpb.Limits {
+	return &backendpb.Limits{Memory: l.Memory, Pids: int64(l.Pids), Cpu: l.CPU}
+}
+
+func limitsFromPB(l *backendpb.Limits) termapi.Limits {
+	return termapi.Limits{Memory: l.GetMemory(), Pids: int(l.GetPids()), CPU: l.GetCpu()}
+}
+
+func sizeToPB(s termapi.Size) *backendpb.Size {
+	return &backendpb.Size{Rows: int32(s.Rows), Cols: int32(s.Cols)}
+}
+
+func sizeFromPB(s *backendpb.Size) termapi.Size {
+	return termapi.Size{Rows: int(s.GetRows()), Cols: int(s.GetCols())}
+}
+
+func policyToPB(p termapi.Policy) *backendpb.Policy {
+	return &backendpb.Policy{Sandbox: string(p.Sandbox), Limits: limitsToPB(p.Limits), Size: sizeToPB(p.Size)}
+}
+
+func policyFromPB(p *backendpb.Policy) termapi.Policy {
+	return termapi.Policy{Sandbox: termapi.SandboxMode(p.GetSandbox()), Limits: limitsFromPB(p.GetLimits()), Size: sizeFromPB(p.GetSize())}
+}
+
+func capsToPB(c termapi.Capabilities) *backendpb.Capabilities {
+	return &backendpb.Capabilities{
+		Exec:       c.Exec,
+		Raw:        c.Raw,
+		Resize:     c.Resize,
+		Attach:     c.Attach,
+		InputProof: c.InputProof,
+		Sandbox:    string(c.Sandbox),
+		Limits:     limitsToPB(c.Limits),
+	}
+}
+
+func capsFromPB(c *backendpb.Capabilities) termapi.Capabilities {
+	return termapi.Capabilities{
+		Exec:       c.GetExec(),
+		Raw:        c.GetRaw(),
+		Resize:     c.GetResize(),
+		Attach:     c.GetAttach(),
+		InputProof: c.GetInputProof(),
+		Sandbox:    termapi.SandboxMode(c.GetSandbox()),
+		Limits:     limitsFromPB(c.GetLimits()),
+	}
+}
+
+func spawnResponse(s termapi.Session) *backendpb.SpawnResponse {
+	return &backendpb.SpawnResponse{Motd: []byte(s.Motd()), Pid: int64(s.PID()), Capabilities: capsToPB(s.Capabilities())}
+}

@@ -23,10 +23,12 @@ var sentinels = map[string]error{
 	"unsupported_signal":  termapi.ErrUnsupportedSignal,
 	"no_foreground":       termapi.ErrNoForeground,
 	"refuse_kill_shell":   termapi.ErrRefuseKillShell,
-	"exec_unsupported":    termapi.ErrExecUnsupported,
+	"unsupported":         errors.ErrUnsupported,
 	"shell_busy":          termapi.ErrShellBusy,
 	"backend_closed":      termapi.ErrBackendClosed,
 	"sandbox_unsupported": termapi.ErrSandboxUnsupported,
+	"limits_unsupported":  termapi.ErrLimitsUnsupported,
+	"invalid_sandbox":     termapi.ErrInvalidSandboxMode,
 }
 
 // ErrNotConfigured is the answer of a plugin asked to spawn before the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 	bashtool "github.com/dshdev/dsh/plugins/tool-bash-persistent"
 )
 
@@ -144,7 +145,7 @@ func TestDeploymentLoadErrors(t *testing.T) {
 		want              []string
 	}{
 		{"crash", "crash", "- id: remote\n  name: ./backend\n", []string{`entry "remote"`, "./backend", "out of luck"}},
-		{"version", "future", "- id: remote\n  name: ./backend\n", []string{`entry "remote"`, "Plugin version: 2"}},
+		{"version", "future", "- id: remote\n  name: ./backend\n", []string{`entry "remote"`, versions(backendplugin.ProtocolVersion + 1)}},
 		{"config", "bash", "- id: remote\n  name: ./backend\n  config: {colour: blue}\n", []string{`entry "remote"`, `unknown field "colour"`}},
 		{"missing", "bash", "- id: remote\n  name: ./nowhere/backend\n", []string{`entry "remote"`, "no such file"}},
 	}

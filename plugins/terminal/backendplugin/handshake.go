@@ -7,7 +7,7 @@ import (
 // ProtocolVersion is the version of the protocol (backend.proto) this
 // package speaks. A plugin built for another version is refused at the
 // handshake, before any call.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // handshake is what host and plugin check before they talk. The cookie is
 // not a secret: it only keeps a backend executable started by hand from

@@ -28,6 +28,8 @@ func TestMain(m *testing.M) {
 		backendplugin.Serve(newBashBackend)
 	case "future":
 		backendplugin.ServeVersion(backendplugin.ProtocolVersion+1, newBashBackend)
+	case "past":
+		backendplugin.ServeVersion(backendplugin.ProtocolVersion-1, newBashBackend)
 	case "crash":
 		fmt.Fprintln(os.Stderr, "plugin: cannot start: out of luck")
 		os.Exit(3)

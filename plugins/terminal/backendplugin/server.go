@@ -85,7 +85,7 @@ func (s *server) Spawn(ctx context.Context, req *backendpb.SpawnRequest) (*backe
 		OwnerID:   req.GetOwnerId(),
 		Cwd:       req.GetCwd(),
 		Name:      req.GetName(),
-		Sandbox:   req.GetSandbox(),
+		Policy:    policyFromPB(req.GetPolicy()),
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -100,8 +100,97 @@ func (s *server) Spawn(ctx context.Context, req *backendpb.SpawnRequest) (*backe
 	}
 	s.sessions[req.GetSessionId()] = sess
 	s.mu.Unlock()
-	_, executor := sess.(termapi.Executor)
-	return &backendpb.SpawnResponse{Motd: []byte(sess.Motd()), Pid: int64(sess.PID()), Executor: executor, SandboxMode: termapi.SandboxModeOf(sess)}, nil
+	return spawnResponse(sess), nil
+}
+
+// List describes the backend's sessions as the backend lists them.
+func (s *server) List(ctx context.Context, _ *backendpb.ListRequest) (*backendpb.ListResponse, error) {
+	s.mu.Lock()
+	b := s.backend
+	s.mu.Unlock()
+	if b == nil {
+		return nil, toStatus(ErrNotConfigured)
+	}
+	infos, err := b.List(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &backendpb.ListResponse{Sessions: make([]*backendpb.SessionInfo, len(infos))}
+	for i, in := range infos {
+		out.Sessions[i] = &backendpb.SessionInfo{
+			SessionId:    in.ID,
+			OwnerId:      in.OwnerID,
+			Name:         in.Name,
+			Pid:          int64(in.PID),
+			Status:       statusToPB(in.Status),
+			Capabilities: capsToPB(in.Capabilities),
+		}
+	}
+	return out, nil
+}
+
+// Attach hands a session of the backend to the host: one this server
+// serves already, or one the backend holds and hands over.
+func (s *server) Attach(ctx context.Context, req *backendpb.SessionRef) (*backendpb.SpawnResponse, error) {
+	id := req.GetSessionId()
+	if sess, err := s.session(id); err == nil {
+		return spawnResponse(sess), nil
+	}
+	s.mu.Lock()
+	b := s.backend
+	s.mu.Unlock()
+	if b == nil {
+		return nil, toStatus(ErrNotConfigured)
+	}
+	sess, err := b.Attach(ctx, id)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	s.mu.Lock()
+	if prev, ok := s.sessions[id]; ok {
+		sess = prev
+	} else {
+		s.sessions[id] = sess
+	}
+	s.mu.Unlock()
+	return spawnResponse(sess), nil
+}
+
+func (s *server) Resize(ctx context.Context, req *backendpb.ResizeRequest) (*backendpb.ResizeResponse, error) {
+	sess, err := s.session(req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := sess.Resize(ctx, sizeFromPB(req.GetSize())); err != nil {
+		return nil, toStatus(err)
+	}
+	return &backendpb.ResizeResponse{}, nil
+}
+
+// maxChunk bounds one Output answer: a reader behind by more gets the rest
+// with its next call.
+const maxChunk = 1 << 20
+
+func (s *server) Output(ctx context.Context, req *backendpb.OutputRequest) (*backendpb.OutputChunk, error) {
+	sess, err := s.session(req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	c, err := sess.Output(ctx, req.GetFrom())
+	if errors.Is(err, io.EOF) {
+		return &backendpb.OutputChunk{Pos: c.Pos, Eof: true}, nil
+	}
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	limit := maxChunk
+	if m := int(req.GetMax()); m > 0 && m < limit {
+		limit = m
+	}
+	if len(c.Data) > limit {
+		c.Data = c.Data[:limit]
+	}
+	return &backendpb.OutputChunk{Pos: c.Pos, Data: c.Data}, nil
 }
 
 // session looks up a live session by id.
@@ -190,11 +279,7 @@ func (s *server) Send(stream grpc.BidiStreamingServer[backendpb.SendControl, bac
 	var sn termapi.Send
 	timeout := time.Duration(start.GetTimeoutNs())
 	if start.GetExec() {
-		ex, ok := sess.(termapi.Executor)
-		if !ok {
-			return toStatus(termapi.ErrExecUnsupported)
-		}
-		sn, err = ex.Exec(ctx, termapi.ExecRequest{Command: string(start.GetCommand()), Timeout: timeout, Stream: start.GetStream()})
+		sn, err = sess.Exec(ctx, termapi.ExecRequest{Command: string(start.GetCommand()), Timeout: timeout, Stream: start.GetStream()})
 	} else {
 		sn, err = sess.StartSend(ctx, termapi.SendRequest{Text: string(start.GetText()), Submit: start.GetSubmit(), Timeout: timeout, Stream: start.GetStream()})
 	}

@@ -23,8 +23,8 @@ type session struct {
 	id   string
 	motd string
 	pid  int
-	// sandbox is the mode the plugin's session runs in.
-	sandbox string
+	// caps are what the plugin said the session can do.
+	caps termapi.Capabilities
 
 	mu     sync.Mutex
 	dead   bool           // the plugin went away: the session has exited
@@ -32,14 +32,17 @@ type session struct {
 	final  termapi.Status // the status Close reported
 }
 
-// execSession is a session whose backend runs commands.
-type execSession struct{ *session }
-
 func (s *session) Motd() string { return s.motd }
+func (s *session) PID() int     { return s.pid }
 
-// SandboxMode is the sandbox mode the plugin reported for the session.
-func (s *session) SandboxMode() string { return s.sandbox }
-func (s *session) PID() int            { return s.pid }
+// Capabilities are what the plugin reported for the session.
+func (s *session) Capabilities() termapi.Capabilities { return s.caps }
+
+// unsupported is the answer to a call the session's capabilities rule
+// out, without asking the plugin.
+func unsupported(what string) error {
+	return fmt.Errorf("backendplugin: the session cannot %s: %w", what, errors.ErrUnsupported)
+}
 
 // gone records that the plugin no longer serves the session.
 func (s *session) gone() {
@@ -160,7 +163,10 @@ func (s *session) StartSend(ctx context.Context, req termapi.SendRequest) (terma
 	})
 }
 
-func (s *execSession) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Send, error) {
+func (s *session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Send, error) {
+	if !s.caps.Exec {
+		return nil, unsupported("run commands")
+	}
 	return s.start(ctx, &backendpb.SendStart{
 		SessionId: s.id,
 		Exec:      true,
@@ -225,7 +231,42 @@ func (s *session) start(ctx context.Context, start *backendpb.SendStart) (termap
 	return sn, nil
 }
 
+func (s *session) Resize(ctx context.Context, size termapi.Size) error {
+	if !s.caps.Resize {
+		return unsupported("resize its terminal")
+	}
+	if s.isDead() {
+		return s.errGone()
+	}
+	if _, err := s.proc.rpc.Resize(ctx, &backendpb.ResizeRequest{SessionId: s.id, Size: sizeToPB(size)}); err != nil {
+		return s.checkErr(fromStatus("resize", err))
+	}
+	return nil
+}
+
+// Output asks the plugin for raw output; the call waits there until there
+// is some. A plugin that goes away ends the output.
+func (s *session) Output(ctx context.Context, from int64) (termapi.Chunk, error) {
+	if !s.caps.Raw {
+		return termapi.Chunk{}, unsupported("hand out its raw output")
+	}
+	if s.isDead() {
+		return termapi.Chunk{Pos: from}, io.EOF
+	}
+	c, err := s.proc.rpc.Output(ctx, &backendpb.OutputRequest{SessionId: s.id, From: from})
+	if err != nil {
+		err = s.checkErr(fromStatus("output", err))
+		if s.isDead() {
+			return termapi.Chunk{Pos: from}, io.EOF
+		}
+		return termapi.Chunk{}, err
+	}
+	if c.GetEof() {
+		return termapi.Chunk{Pos: c.GetPos()}, io.EOF
+	}
+	return termapi.Chunk{Pos: c.GetPos(), Data: c.GetData()}, nil
+}
+
 var (
-	_ termapi.Session  = (*session)(nil)
-	_ termapi.Executor = (*execSession)(nil)
+	_ termapi.Session = (*session)(nil)
 )

@@ -130,8 +130,6 @@ func (s *Session) breakLineLocked() string {
 	return string(line)
 }
 
-var _ termapi.Executor = (*Session)(nil)
-
 // releasePreLocked renders what the terminal showed before the shell took
 // c's line, without the echo of that line.
 func (s *Session) releasePreLocked(c *command) {

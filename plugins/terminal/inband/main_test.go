@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 
 	"github.com/creack/pty"
@@ -97,6 +98,10 @@ func (l *ptyLink) Write(p []byte) (int, error) { return l.master.Write(p) }
 
 func (l *ptyLink) Wait() termapi.Status { <-l.done; return l.status }
 
+func (l *ptyLink) Resize(size termapi.Size) error {
+	return pty.Setsize(l.master, &pty.Winsize{Rows: uint16(size.Rows), Cols: uint16(size.Cols)})
+}
+
 // Close hangs the terminal up, as an SSH server does at logout.
 func (l *ptyLink) Close() error {
 	l.once.Do(func() { l.master.Close() })
@@ -143,8 +148,20 @@ func mustComplete(t testing.TB, s *Session, command string, code int) string {
 	return terminaltest.MustComplete(t, ctx, s, command, code)
 }
 
-// ptyBackend serves sessions on local PTYs, for the conformance kit.
-type ptyBackend struct{ t *testing.T }
+// ptyBackend serves sessions on local PTYs, for the conformance kit. It
+// lists and hands over its sessions as the SSH and Docker backends do.
+type ptyBackend struct {
+	t        *testing.T
+	sessions backendkit.Sessions[*Session]
+}
+
+func (b *ptyBackend) List(context.Context) ([]termapi.Info, error) {
+	return backendkit.List(&b.sessions), nil
+}
+
+func (b *ptyBackend) Attach(_ context.Context, id string) (termapi.Session, error) {
+	return backendkit.Find(&b.sessions, id)
+}
 
 func (b *ptyBackend) Type() string { return "inband-pty" }
 
@@ -152,12 +169,17 @@ func (b *ptyBackend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
+	if err := spec.Policy.Check(termapi.Capabilities{}); err != nil {
+		return nil, err
+	}
 	o := options(spec.SessionID)
+	o.OwnerID, o.Name, o.Attachable, o.Forget = spec.OwnerID, spec.Name, true, b.sessions.Remove
 	o.Idle = 2 * time.Second
 	s, err := Start(ctx, newPTYLink(b.t), spec.Cwd, o)
 	if err != nil {
 		return nil, err
 	}
+	b.sessions.Add(s)
 	return s, nil
 }
 
@@ -170,5 +192,6 @@ func TestConformance(t *testing.T) {
 		ReadCommand:   "read line",
 		ExitCommand:   "exit 3",
 		StatusCommand: func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },
+		SizeCommand:   "stty size",
 	})
 }

@@ -39,6 +39,7 @@ func (s *Session) readLoop() {
 		s.releasePreLocked(c)
 	}
 	s.endOutputLocked()
+	s.raw.End()
 	s.mu.Unlock()
 	// The exit status arrives with the channel's close, after the output.
 	select {
@@ -109,8 +110,12 @@ func (s *Session) outputLocked(p []byte) {
 // isVisible reports whether r is more than a line break.
 func isVisible(r rune) bool { return r != '\r' && r != '\n' }
 
-// renderRawLocked renders terminal bytes.
+// renderRawLocked renders terminal bytes, and keeps them for Output once
+// the shell is ready (what came before is the login's and the plumbing's).
 func (s *Session) renderRawLocked(p []byte) {
+	if s.ready {
+		s.raw.Write(p)
+	}
 	s.deliverLocked(s.render.Write(p))
 }
 

@@ -37,6 +37,9 @@ type Link interface {
 	// says how: the exit code, the signal, or ExitCode -1 when the far end
 	// did not say.
 	Wait() termapi.Status
+	// Resize sets the far terminal's size. A link whose far end cannot be
+	// resized returns an error wrapping errors.ErrUnsupported.
+	Resize(size termapi.Size) error
 	// Close tears the link down: Read and Wait return soon after. It is
 	// called once, from Close or when the output has ended, and returns
 	// once nothing of the link (no goroutine of its library) is left.
@@ -45,8 +48,11 @@ type Link interface {
 
 // Options configure a session.
 type Options struct {
-	// ID is the session's id, for messages and logs.
-	ID string
+	// ID is the session's id, for messages and logs; OwnerID and Name are
+	// its spawn's, for Info.
+	ID      string
+	OwnerID string
+	Name    string
 	// Prefix starts every error message: the backend's name
 	// ("terminal-ssh").
 	Prefix string
@@ -73,6 +79,15 @@ type Options struct {
 	// ProbeMax caps the interval between two WaitingForInput checks
 	// (default 250 ms).
 	ProbeMax time.Duration
+	// Attachable says that the backend hands the session over to another
+	// caller (Backend.Attach): the session reports it in its
+	// capabilities.
+	Attachable bool
+	// Sandbox is the sandbox mode the far shell runs in (empty: full
+	// access), and Limits the limits enforced on it, as the backend knows
+	// them: the session reports them in its capabilities.
+	Sandbox termapi.SandboxMode
+	Limits  termapi.Limits
 	// Log receives the session's debug messages; nil discards them.
 	Log *slog.Logger
 	// Forget is called once, when the session has closed.
@@ -113,6 +128,7 @@ type Session struct {
 	mu           sync.Mutex
 	scan         scanner
 	render       *screen.Renderer
+	raw          *backendkit.Raw
 	scroll       *screen.Scrollback
 	partialStale bool           // the scrollback's partial line lags behind render
 	startTail    screen.Pending // output before the first prompt, for errors
@@ -174,6 +190,7 @@ func newSession(link Link, o Options) *Session {
 		clockDone: make(chan struct{}),
 		writeDone: make(chan struct{}),
 		render:    screen.NewRenderer(MaxReadBytes),
+		raw:       backendkit.NewRaw(backendkit.DefaultRawWindow),
 		scroll:    screen.NewScrollback(scrollbackLines, scrollbackBytes),
 		startTail: screen.NewPending(startTailBytes, false),
 		status:    termapi.Running,
@@ -208,6 +225,48 @@ func (s *Session) Motd() string { return "" }
 // PID is the shell's process id as Options gave it: 0 when it cannot be
 // seen from here.
 func (s *Session) PID() int { return s.opts.PID }
+
+// Capabilities says what the session can do: commands as units, raw
+// output and resize always; the stdin proof where the link gives one;
+// hand-over, the sandbox and the limits as the backend said.
+func (s *Session) Capabilities() termapi.Capabilities {
+	return termapi.Capabilities{
+		Exec:       true,
+		Raw:        true,
+		Resize:     true,
+		Attach:     s.opts.Attachable,
+		InputProof: s.opts.WaitingForInput != nil,
+		Sandbox:    s.opts.Sandbox.Or(termapi.SandboxFullAccess),
+		Limits:     s.opts.Limits,
+	}
+}
+
+// Info describes the session for a backend's List.
+func (s *Session) Info() termapi.Info {
+	return termapi.Info{ID: s.id, OwnerID: s.opts.OwnerID, Name: s.opts.Name, PID: s.opts.PID, Status: s.Status(), Capabilities: s.Capabilities()}
+}
+
+// Output returns the terminal's raw output from position from on.
+func (s *Session) Output(ctx context.Context, from int64) (termapi.Chunk, error) {
+	return s.raw.Read(ctx, from)
+}
+
+// Resize sets the size of the far terminal.
+func (s *Session) Resize(_ context.Context, size termapi.Size) error {
+	if err := size.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", s.who, err)
+	}
+	s.mu.Lock()
+	err := s.usableLocked()
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := s.link.Resize(size); err != nil {
+		return fmt.Errorf("%s: resize: %w", s.who, err)
+	}
+	return nil
+}
 
 // Status reports whether the remote shell is still running.
 func (s *Session) Status() termapi.Status {

@@ -35,16 +35,15 @@ func Drain(t testing.TB, ctx context.Context, send termapi.Send) (string, termap
 	return out.String(), res
 }
 
-// Exec runs command on s, which must be a termapi.Executor, streaming, and
-// returns its output (with the line still being written last) and how its
-// first send settled.
+// Exec runs command on s, which must run commands (Capabilities.Exec),
+// streaming, and returns its output (with the line still being written
+// last) and how its first send settled.
 func Exec(t testing.TB, ctx context.Context, s termapi.Session, command string) (string, termapi.SendResult) {
 	t.Helper()
-	ex, ok := s.(termapi.Executor)
-	if !ok {
-		t.Fatalf("session %T does not run commands (not a termapi.Executor)", s)
+	if !s.Capabilities().Exec {
+		t.Fatalf("session %T does not run commands", s)
 	}
-	send, err := ex.Exec(ctx, termapi.ExecRequest{Command: command, Stream: true})
+	send, err := s.Exec(ctx, termapi.ExecRequest{Command: command, Stream: true})
 	if err != nil {
 		t.Fatalf("Exec(%q): %v", command, err)
 	}
@@ -90,7 +89,7 @@ func Spawn(t testing.TB, b termapi.Backend, spec termapi.SpawnSpec, bound time.D
 // CountLines runs command on s as the bash tool does (the output streamed,
 // every line pulled), requires that it completed, and returns how many
 // lines it printed. It is for benchmarks: it does not keep the output.
-func CountLines(t testing.TB, ctx context.Context, s termapi.Executor, command string) int {
+func CountLines(t testing.TB, ctx context.Context, s termapi.Session, command string) int {
 	t.Helper()
 	send, err := s.Exec(ctx, termapi.ExecRequest{Command: command, Stream: true})
 	if err != nil {

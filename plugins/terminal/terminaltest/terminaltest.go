@@ -50,12 +50,16 @@ type Options struct {
 	ExitCommand string
 	// StatusCommand returns a command that ends with the given exit status
 	// without ending the session, e.g. `(exit 3)` for a shell. It is used by
-	// the Exec checks, which run when sessions implement termapi.Executor;
-	// nil skips the status checks among them.
+	// the Exec checks, which run when sessions run commands
+	// (Capabilities.Exec); nil skips the status checks among them.
 	StatusCommand func(code int) string
 	// Dir is the working directory sessions start in; empty means a fresh
 	// temporary directory per subtest.
 	Dir string
+	// SizeCommand is a command that prints the terminal's size as "ROWS
+	// COLS" on a line of its own, e.g. `stty size` for a shell. Empty skips
+	// the check that the size reached the terminal.
+	SizeCommand string
 	// Timeout bounds every single step (a spawn, a send until it settles, a
 	// close). It should exceed the backend's own per-send bound. Zero means
 	// one minute.
@@ -110,6 +114,12 @@ func TestBackend(t *testing.T, newBackend func(t *testing.T) termapi.Backend, op
 		{"Exec/Busy", "Executor", k.checkExecBusy},
 		{"Exec/StdinWait", "Executor", k.checkExecStdinWait},
 		{"Exec/Exit", "Executor", k.checkExecExit},
+		{"Capabilities/Unsupported", "", k.checkUnsupported},
+		{"Policy/Unenforceable", "", k.checkPolicyRefused},
+		{"Raw/Order", "Raw", k.checkRawOrder},
+		{"Resize", "Resize", k.checkResize},
+		{"List", "", k.checkList},
+		{"Attach", "", k.checkAttach},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
@@ -118,7 +128,13 @@ func TestBackend(t *testing.T, newBackend func(t *testing.T) termapi.Backend, op
 				t.Skipf("Options.%s is empty", c.needs)
 			}
 			if c.needs == "Executor" && !k.executes(t) {
-				t.Skip("the backend's sessions do not implement termapi.Executor")
+				t.Skip("the backend's sessions do not run commands")
+			}
+			if c.needs == "Raw" && !k.spawn(t).Capabilities().Raw {
+				t.Skip("the backend's sessions keep no raw output")
+			}
+			if c.needs == "Resize" && !k.spawn(t).Capabilities().Resize {
+				t.Skip("the backend's sessions cannot be resized")
 			}
 			c.run(t)
 		})
@@ -142,11 +158,7 @@ func (k *kit) ctx(t *testing.T) context.Context {
 func (k *kit) spawn(t *testing.T) termapi.Session {
 	t.Helper()
 	b := k.newBackend(t)
-	dir := k.opts.Dir
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	spec := termapi.SpawnSpec{SessionID: "pty-1", OwnerID: "terminaltest", Cwd: dir, Name: "conformance"}
+	spec := termapi.SpawnSpec{SessionID: "pty-1", OwnerID: "terminaltest", Cwd: k.dir(t), Name: "conformance"}
 	ctx, cancel := context.WithTimeout(t.Context(), k.opts.Timeout)
 	s, err := b.Spawn(ctx, spec)
 	// The session must outlive its spawn context.
@@ -159,6 +171,14 @@ func (k *kit) spawn(t *testing.T) termapi.Session {
 	}
 	t.Cleanup(func() { k.close(t, s) })
 	return s
+}
+
+// dir is the directory sessions start in.
+func (k *kit) dir(t *testing.T) string {
+	if k.opts.Dir != "" {
+		return k.opts.Dir
+	}
+	return t.TempDir()
 }
 
 // close closes s and checks that its process is gone.
@@ -622,8 +642,7 @@ func (k *kit) checkCloseDuringSend(t *testing.T) {
 
 // executes reports whether the backend's sessions run commands.
 func (k *kit) executes(t *testing.T) bool {
-	_, ok := k.spawn(t).(termapi.Executor)
-	return ok
+	return k.spawn(t).Capabilities().Exec
 }
 
 // exec runs command through Exec, streaming, within one step.
@@ -652,7 +671,7 @@ func (k *kit) checkExecOutput(t *testing.T) {
 			t.Fatalf("the second command's output repeats the first's:\n%s", out)
 		}
 	}
-	if _, err := s.(termapi.Executor).Exec(k.ctx(t), termapi.ExecRequest{}); err == nil {
+	if _, err := s.Exec(k.ctx(t), termapi.ExecRequest{}); err == nil {
 		t.Fatal("Exec of an empty command succeeded")
 	}
 }
@@ -676,7 +695,7 @@ func (k *kit) checkExecBusy(t *testing.T) {
 	}
 	s := k.spawn(t)
 	ctx, first := k.startRead(t, s)
-	_, err := s.(termapi.Executor).Exec(ctx, termapi.ExecRequest{Command: k.opts.EchoCommand("terminaltest-busy")})
+	_, err := s.Exec(ctx, termapi.ExecRequest{Command: k.opts.EchoCommand("terminaltest-busy")})
 	if !errors.Is(err, termapi.ErrSendActive) && !errors.Is(err, termapi.ErrShellBusy) {
 		t.Fatalf("Exec while a send is live = %v, want %v or %v", err, termapi.ErrSendActive, termapi.ErrShellBusy)
 	}
@@ -720,8 +739,224 @@ func (k *kit) checkExecExit(t *testing.T) {
 	if res.Reason != termapi.WaitSessionExit || !res.Status.Exited || res.Exec.State != termapi.ExecRunning {
 		t.Fatalf("the exit command settled %s with %v and %+v, want session_exit after the command ran", res.Reason, res.Status, *res.Exec)
 	}
-	_, err := s.(termapi.Executor).Exec(k.ctx(t), termapi.ExecRequest{Command: k.opts.EchoCommand("x")})
+	_, err := s.Exec(k.ctx(t), termapi.ExecRequest{Command: k.opts.EchoCommand("x")})
 	if !errors.Is(err, termapi.ErrSessionExited) {
 		t.Fatalf("Exec after the exit = %v, want %v", err, termapi.ErrSessionExited)
 	}
+}
+
+// checkUnsupported: a call the session's capabilities rule out fails
+// with an error wrapping errors.ErrUnsupported, never hangs or pretends.
+func (k *kit) checkUnsupported(t *testing.T) {
+	s := k.spawn(t)
+	caps := s.Capabilities()
+	ctx := k.ctx(t)
+	if !caps.Exec {
+		if _, err := s.Exec(ctx, termapi.ExecRequest{Command: k.opts.EchoCommand("x")}); !errors.Is(err, errors.ErrUnsupported) {
+			t.Errorf("Exec without the capability = %v, want errors.ErrUnsupported", err)
+		}
+	}
+	if !caps.Raw {
+		if _, err := s.Output(ctx, 0); !errors.Is(err, errors.ErrUnsupported) {
+			t.Errorf("Output without the capability = %v, want errors.ErrUnsupported", err)
+		}
+	}
+	if !caps.Resize {
+		if err := s.Resize(ctx, termapi.Size{Rows: 30, Cols: 100}); !errors.Is(err, errors.ErrUnsupported) {
+			t.Errorf("Resize without the capability = %v, want errors.ErrUnsupported", err)
+		}
+	}
+}
+
+// checkPolicyRefused: a spawn asking for a sandbox mode or limits the
+// backend's sessions would not run under fails, naming what; nothing is
+// left running.
+func (k *kit) checkPolicyRefused(t *testing.T) {
+	b := k.newBackend(t)
+	caps := k.spawnOn(t, b, termapi.Policy{}).Capabilities()
+	// A mode the sessions do not run in by default, and limits tighter
+	// than any the backend enforces.
+	mode := termapi.SandboxReadOnly
+	if caps.Sandbox == termapi.SandboxReadOnly {
+		mode = termapi.SandboxFullAccess
+	}
+	tight := termapi.Limits{Pids: 1}
+	if caps.Limits.Pids == 1 {
+		tight.Memory = 1
+	}
+	for _, tc := range []struct {
+		policy termapi.Policy
+		want   error
+	}{
+		{termapi.Policy{Limits: tight}, termapi.ErrLimitsUnsupported},
+		{termapi.Policy{Sandbox: mode}, termapi.ErrSandboxUnsupported},
+	} {
+		s, err := b.Spawn(k.ctx(t), termapi.SpawnSpec{SessionID: "terminaltest-policy", OwnerID: "terminaltest", Cwd: k.dir(t), Policy: tc.policy})
+		if err == nil {
+			got := s.Capabilities()
+			k.closeNow(t, s)
+			if tc.policy.Check(got) != nil {
+				t.Fatalf("a spawn asking for %+v ran a session that does not enforce it (%+v)", tc.policy, got)
+			}
+			continue // the backend can enforce it after all
+		}
+		if !errors.Is(err, tc.want) {
+			t.Errorf("a spawn asking for %+v failed with %v, want %v", tc.policy, err, tc.want)
+		}
+	}
+}
+
+// checkRawOrder: the raw output holds what the commands printed, in the
+// order they printed it, and a reader resumes where it left off.
+func (k *kit) checkRawOrder(t *testing.T) {
+	s := k.spawn(t)
+	ctx := k.ctx(t)
+	var (
+		raw   strings.Builder
+		start int64 = -1 // the first position read: what the start printed may be gone
+		pos   int64
+	)
+	words := []string{"terminaltest-raw-1", "terminaltest-raw-2", "terminaltest-raw-3"}
+	for _, w := range words {
+		k.send(t, s, termapi.SendRequest{Text: k.opts.EchoCommand(w), Submit: true, Stream: true}, true)
+		for !strings.Contains(raw.String(), w) {
+			c, err := s.Output(ctx, pos)
+			if err != nil {
+				t.Fatalf("Output(%d): %v; so far %q", pos, err, raw.String())
+			}
+			if start < 0 {
+				start = c.Pos
+			} else if c.Pos != pos {
+				t.Fatalf("Output(%d) started at %d: bytes were lost in a window the test never outran", pos, c.Pos)
+			}
+			raw.Write(c.Data)
+			pos = c.End()
+		}
+	}
+	text := raw.String()
+	for i := 1; i < len(words); i++ {
+		// The last echo of each word is its output; the command line's echo
+		// may come before.
+		if strings.LastIndex(text, words[i-1]) > strings.LastIndex(text, words[i]) {
+			t.Fatalf("raw output out of order:\n%q", text)
+		}
+	}
+	// A second reader from the first position sees the same bytes.
+	again, err := s.Output(ctx, start)
+	if err != nil || !strings.HasPrefix(text, string(again.Data)) && !strings.HasPrefix(string(again.Data), text) {
+		t.Fatalf("a second reader got %q (%v), want what the first read: %q", again.Data, err, text)
+	}
+}
+
+// checkResize: the new size reaches the terminal.
+func (k *kit) checkResize(t *testing.T) {
+	s := k.spawn(t)
+	if err := s.Resize(k.ctx(t), termapi.Size{Rows: 33, Cols: 101}); err != nil {
+		t.Fatalf("Resize: %v", err)
+	}
+	if err := s.Resize(k.ctx(t), termapi.Size{Rows: 0, Cols: 101}); err == nil {
+		t.Fatal("Resize to 0 rows succeeded")
+	}
+	if k.opts.SizeCommand == "" {
+		return
+	}
+	out, _ := k.send(t, s, termapi.SendRequest{Text: k.opts.SizeCommand, Submit: true, Stream: true}, true)
+	if !hasLine(out, "33 101") {
+		t.Fatalf("after Resize(33, 101) the terminal says:\n%s", out)
+	}
+}
+
+// checkList: a backend that lists its sessions lists each open one once,
+// with its owner and name, and forgets it once closed.
+func (k *kit) checkList(t *testing.T) {
+	b := k.newBackend(t)
+	s := k.spawnOn(t, b, termapi.Policy{})
+	infos, err := b.List(k.ctx(t))
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skip("the backend lists no sessions")
+	}
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	n := 0
+	for _, in := range infos {
+		if in.ID == "terminaltest-on" {
+			n++
+			if in.OwnerID != "terminaltest" || in.Name != "listed" || in.Status.Exited || in.PID != s.PID() {
+				t.Errorf("List describes the session as %+v", in)
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("List = %+v, want the open session once", infos)
+	}
+	k.closeNow(t, s)
+	infos, err = b.List(k.ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range infos {
+		if in.ID == "terminaltest-on" {
+			t.Fatalf("a closed session is still listed: %+v", in)
+		}
+	}
+}
+
+// checkAttach: a backend that hands sessions over gives the same
+// terminal back by id; an unknown id is ErrNoSession.
+func (k *kit) checkAttach(t *testing.T) {
+	b := k.newBackend(t)
+	s := k.spawnOn(t, b, termapi.Policy{})
+	if !s.Capabilities().Attach {
+		if _, err := b.Attach(k.ctx(t), "terminaltest-on"); !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("Attach without the capability = %v, want errors.ErrUnsupported", err)
+		}
+		return
+	}
+	if _, err := b.Attach(k.ctx(t), "terminaltest-unknown"); !errors.Is(err, termapi.ErrNoSession) {
+		t.Fatalf("Attach of an unknown id = %v, want %v", err, termapi.ErrNoSession)
+	}
+	a, err := b.Attach(k.ctx(t), "terminaltest-on")
+	if err != nil {
+		t.Fatalf("Attach: %v", err)
+	}
+	if a.PID() != s.PID() {
+		t.Fatalf("Attach gave pid %d, the session has %d", a.PID(), s.PID())
+	}
+	out, res := k.send(t, a, termapi.SendRequest{Text: k.opts.EchoCommand("terminaltest-attached"), Submit: true, Stream: true}, true)
+	if !hasLine(out, "terminaltest-attached") || res.Status.Exited {
+		t.Fatalf("a send through the attached session: %s\n%s", res.Reason, out)
+	}
+}
+
+// spawnOn starts a session of b with policy, named for List and Attach,
+// and closes it when t ends.
+func (k *kit) spawnOn(t *testing.T, b termapi.Backend, policy termapi.Policy) termapi.Session {
+	t.Helper()
+	s, err := b.Spawn(k.ctx(t), termapi.SpawnSpec{SessionID: "terminaltest-on", OwnerID: "terminaltest", Name: "listed", Cwd: k.dir(t), Policy: policy})
+	if err != nil {
+		t.Fatalf("Spawn: %v", err)
+	}
+	t.Cleanup(func() { k.closeNow(t, s) })
+	return s
+}
+
+// closeNow closes s within one step.
+func (k *kit) closeNow(t *testing.T, s termapi.Session) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), k.opts.Timeout)
+	defer cancel()
+	if err := s.Close(ctx, "terminaltest"); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+// hasLine reports whether out has a line that equals want, spaces trimmed.
+func hasLine(out, want string) bool {
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.TrimSpace(line) == want {
+			return true
+		}
+	}
+	return false
 }

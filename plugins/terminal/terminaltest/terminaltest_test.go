@@ -46,20 +46,28 @@ func TestMemoryBackendMinimal(t *testing.T) {
 // memory is before StartSend returns. A send blocked on input settles when
 // it is first observed (Wait or Output): the observation is the proof of
 // the wait. That keeps every run deterministic without timers.
-type memBackend struct{}
+//
+// It can do nothing optional: no commands as units, no raw output, no
+// resize, no list; it refuses any policy (Policy.Check against the zero
+// capabilities).
+type memBackend struct{ termapi.UnsupportedLister }
 
 const prompt = "mem> "
 
 func (memBackend) Type() string { return "memory" }
 
-func (memBackend) Spawn(ctx context.Context, _ termapi.SpawnSpec) (termapi.Session, error) {
+func (memBackend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Session, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
+	}
+	if err := spec.Policy.Check(termapi.Capabilities{}); err != nil {
+		return nil, err
 	}
 	return &memSession{status: termapi.Running, partial: prompt}, nil
 }
 
 type memSession struct {
+	termapi.Unsupported
 	mu      sync.Mutex
 	lines   []string // complete lines of scrollback
 	partial string   // the line being written
@@ -69,8 +77,9 @@ type memSession struct {
 	send    *memSend // the live send
 }
 
-func (s *memSession) Motd() string { return prompt }
-func (s *memSession) PID() int     { return 0 }
+func (s *memSession) Motd() string                       { return prompt }
+func (s *memSession) Capabilities() termapi.Capabilities { return termapi.Capabilities{} }
+func (s *memSession) PID() int                           { return 0 }
 
 func (s *memSession) Status() termapi.Status {
 	s.mu.Lock()

@@ -1,6 +1,11 @@
 // The protocol between dsh and a terminal backend served out of process
-// (package backendplugin). Version 1; go-plugin's handshake carries the
+// (package backendplugin). Version 2; go-plugin's handshake carries the
 // version, so a plugin built for another one is refused before any call.
+//
+// Version 2 (after 1): a spawn carries a policy (sandbox mode, limits,
+// terminal size) and its answer the session's capabilities, as data; List,
+// Attach, Resize and Output are new. A capability added later is a new
+// field of Capabilities, which an older peer reads as absent.
 //
 // Free text travels as bytes: a terminal can show anything, and proto3
 // strings must be valid UTF-8.
@@ -119,13 +124,12 @@ func (x *ConfigureResponse) GetType() string {
 }
 
 type SpawnRequest struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	OwnerId   string                 `protobuf:"bytes,2,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
-	Cwd       string                 `protobuf:"bytes,3,opt,name=cwd,proto3" json:"cwd,omitempty"`
-	Name      string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
-	// The sandbox mode asked for; empty: the backend's own.
-	Sandbox       string `protobuf:"bytes,5,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	OwnerId       string                 `protobuf:"bytes,2,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
+	Cwd           string                 `protobuf:"bytes,3,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	Policy        *Policy                `protobuf:"bytes,5,opt,name=policy,proto3" json:"policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -188,28 +192,199 @@ func (x *SpawnRequest) GetName() string {
 	return ""
 }
 
-func (x *SpawnRequest) GetSandbox() string {
+func (x *SpawnRequest) GetPolicy() *Policy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+// Policy is termapi.Policy.
+type Policy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The sandbox mode asked for; empty: the backend's own.
+	Sandbox       string  `protobuf:"bytes,1,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	Limits        *Limits `protobuf:"bytes,2,opt,name=limits,proto3" json:"limits,omitempty"`
+	Size          *Size   `protobuf:"bytes,3,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Policy) Reset() {
+	*x = Policy{}
+	mi := &file_backend_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Policy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Policy) ProtoMessage() {}
+
+func (x *Policy) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Policy.ProtoReflect.Descriptor instead.
+func (*Policy) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Policy) GetSandbox() string {
 	if x != nil {
 		return x.Sandbox
 	}
 	return ""
 }
 
+func (x *Policy) GetLimits() *Limits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *Policy) GetSize() *Size {
+	if x != nil {
+		return x.Size
+	}
+	return nil
+}
+
+type Limits struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Memory        int64                  `protobuf:"varint,1,opt,name=memory,proto3" json:"memory,omitempty"`
+	Pids          int64                  `protobuf:"varint,2,opt,name=pids,proto3" json:"pids,omitempty"`
+	Cpu           float64                `protobuf:"fixed64,3,opt,name=cpu,proto3" json:"cpu,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Limits) Reset() {
+	*x = Limits{}
+	mi := &file_backend_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Limits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Limits) ProtoMessage() {}
+
+func (x *Limits) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Limits.ProtoReflect.Descriptor instead.
+func (*Limits) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Limits) GetMemory() int64 {
+	if x != nil {
+		return x.Memory
+	}
+	return 0
+}
+
+func (x *Limits) GetPids() int64 {
+	if x != nil {
+		return x.Pids
+	}
+	return 0
+}
+
+func (x *Limits) GetCpu() float64 {
+	if x != nil {
+		return x.Cpu
+	}
+	return 0
+}
+
+type Size struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          int32                  `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	Cols          int32                  `protobuf:"varint,2,opt,name=cols,proto3" json:"cols,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Size) Reset() {
+	*x = Size{}
+	mi := &file_backend_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Size) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Size) ProtoMessage() {}
+
+func (x *Size) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Size.ProtoReflect.Descriptor instead.
+func (*Size) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Size) GetRows() int32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *Size) GetCols() int32 {
+	if x != nil {
+		return x.Cols
+	}
+	return 0
+}
+
 type SpawnResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	Motd  []byte                 `protobuf:"bytes,1,opt,name=motd,proto3" json:"motd,omitempty"`
-	Pid   int64                  `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"`
-	// The session implements termapi.Executor.
-	Executor bool `protobuf:"varint,3,opt,name=executor,proto3" json:"executor,omitempty"`
-	// The sandbox mode the session runs in.
-	SandboxMode   string `protobuf:"bytes,4,opt,name=sandbox_mode,json=sandboxMode,proto3" json:"sandbox_mode,omitempty"`
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Motd          []byte                 `protobuf:"bytes,1,opt,name=motd,proto3" json:"motd,omitempty"`
+	Pid           int64                  `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"`
+	Capabilities  *Capabilities          `protobuf:"bytes,3,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SpawnResponse) Reset() {
 	*x = SpawnResponse{}
-	mi := &file_backend_proto_msgTypes[3]
+	mi := &file_backend_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -221,7 +396,7 @@ func (x *SpawnResponse) String() string {
 func (*SpawnResponse) ProtoMessage() {}
 
 func (x *SpawnResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[3]
+	mi := &file_backend_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -234,7 +409,7 @@ func (x *SpawnResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpawnResponse.ProtoReflect.Descriptor instead.
 func (*SpawnResponse) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{3}
+	return file_backend_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SpawnResponse) GetMotd() []byte {
@@ -251,18 +426,482 @@ func (x *SpawnResponse) GetPid() int64 {
 	return 0
 }
 
-func (x *SpawnResponse) GetExecutor() bool {
+func (x *SpawnResponse) GetCapabilities() *Capabilities {
 	if x != nil {
-		return x.Executor
+		return x.Capabilities
+	}
+	return nil
+}
+
+// Capabilities is termapi.Capabilities.
+type Capabilities struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Exec       bool                   `protobuf:"varint,1,opt,name=exec,proto3" json:"exec,omitempty"`
+	Raw        bool                   `protobuf:"varint,2,opt,name=raw,proto3" json:"raw,omitempty"`
+	Resize     bool                   `protobuf:"varint,3,opt,name=resize,proto3" json:"resize,omitempty"`
+	Attach     bool                   `protobuf:"varint,4,opt,name=attach,proto3" json:"attach,omitempty"`
+	InputProof bool                   `protobuf:"varint,5,opt,name=input_proof,json=inputProof,proto3" json:"input_proof,omitempty"`
+	// The sandbox mode the session runs in.
+	Sandbox string `protobuf:"bytes,6,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
+	// The limits enforced on the session.
+	Limits        *Limits `protobuf:"bytes,7,opt,name=limits,proto3" json:"limits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Capabilities) Reset() {
+	*x = Capabilities{}
+	mi := &file_backend_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Capabilities) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Capabilities) ProtoMessage() {}
+
+func (x *Capabilities) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
+func (*Capabilities) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Capabilities) GetExec() bool {
+	if x != nil {
+		return x.Exec
 	}
 	return false
 }
 
-func (x *SpawnResponse) GetSandboxMode() string {
+func (x *Capabilities) GetRaw() bool {
 	if x != nil {
-		return x.SandboxMode
+		return x.Raw
+	}
+	return false
+}
+
+func (x *Capabilities) GetResize() bool {
+	if x != nil {
+		return x.Resize
+	}
+	return false
+}
+
+func (x *Capabilities) GetAttach() bool {
+	if x != nil {
+		return x.Attach
+	}
+	return false
+}
+
+func (x *Capabilities) GetInputProof() bool {
+	if x != nil {
+		return x.InputProof
+	}
+	return false
+}
+
+func (x *Capabilities) GetSandbox() string {
+	if x != nil {
+		return x.Sandbox
 	}
 	return ""
+}
+
+func (x *Capabilities) GetLimits() *Limits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+type ListRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRequest) Reset() {
+	*x = ListRequest{}
+	mi := &file_backend_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRequest) ProtoMessage() {}
+
+func (x *ListRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
+func (*ListRequest) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{8}
+}
+
+type ListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sessions      []*SessionInfo         `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListResponse) Reset() {
+	*x = ListResponse{}
+	mi := &file_backend_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListResponse) ProtoMessage() {}
+
+func (x *ListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
+func (*ListResponse) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListResponse) GetSessions() []*SessionInfo {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+// SessionInfo is termapi.Info.
+type SessionInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	OwnerId       string                 `protobuf:"bytes,2,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Pid           int64                  `protobuf:"varint,4,opt,name=pid,proto3" json:"pid,omitempty"`
+	Status        *SessionStatus         `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	Capabilities  *Capabilities          `protobuf:"bytes,6,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionInfo) Reset() {
+	*x = SessionInfo{}
+	mi := &file_backend_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionInfo) ProtoMessage() {}
+
+func (x *SessionInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
+func (*SessionInfo) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SessionInfo) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetOwnerId() string {
+	if x != nil {
+		return x.OwnerId
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetPid() int64 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetStatus() *SessionStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *SessionInfo) GetCapabilities() *Capabilities {
+	if x != nil {
+		return x.Capabilities
+	}
+	return nil
+}
+
+type ResizeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Size          *Size                  `protobuf:"bytes,2,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResizeRequest) Reset() {
+	*x = ResizeRequest{}
+	mi := &file_backend_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResizeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResizeRequest) ProtoMessage() {}
+
+func (x *ResizeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResizeRequest.ProtoReflect.Descriptor instead.
+func (*ResizeRequest) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ResizeRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ResizeRequest) GetSize() *Size {
+	if x != nil {
+		return x.Size
+	}
+	return nil
+}
+
+type ResizeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResizeResponse) Reset() {
+	*x = ResizeResponse{}
+	mi := &file_backend_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResizeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResizeResponse) ProtoMessage() {}
+
+func (x *ResizeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResizeResponse.ProtoReflect.Descriptor instead.
+func (*ResizeResponse) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{12}
+}
+
+type OutputRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	From      int64                  `protobuf:"varint,2,opt,name=from,proto3" json:"from,omitempty"`
+	// The most bytes to answer with; 0: the plugin's own bound.
+	Max           int32 `protobuf:"varint,3,opt,name=max,proto3" json:"max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OutputRequest) Reset() {
+	*x = OutputRequest{}
+	mi := &file_backend_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutputRequest) ProtoMessage() {}
+
+func (x *OutputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutputRequest.ProtoReflect.Descriptor instead.
+func (*OutputRequest) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *OutputRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *OutputRequest) GetFrom() int64 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+func (x *OutputRequest) GetMax() int32 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+type OutputChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pos   int64                  `protobuf:"varint,1,opt,name=pos,proto3" json:"pos,omitempty"`
+	Data  []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// The session's output has ended and everything up to pos was
+	// answered: termapi's io.EOF.
+	Eof           bool `protobuf:"varint,3,opt,name=eof,proto3" json:"eof,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OutputChunk) Reset() {
+	*x = OutputChunk{}
+	mi := &file_backend_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OutputChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OutputChunk) ProtoMessage() {}
+
+func (x *OutputChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OutputChunk.ProtoReflect.Descriptor instead.
+func (*OutputChunk) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *OutputChunk) GetPos() int64 {
+	if x != nil {
+		return x.Pos
+	}
+	return 0
+}
+
+func (x *OutputChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *OutputChunk) GetEof() bool {
+	if x != nil {
+		return x.Eof
+	}
+	return false
 }
 
 type SessionRef struct {
@@ -274,7 +913,7 @@ type SessionRef struct {
 
 func (x *SessionRef) Reset() {
 	*x = SessionRef{}
-	mi := &file_backend_proto_msgTypes[4]
+	mi := &file_backend_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -286,7 +925,7 @@ func (x *SessionRef) String() string {
 func (*SessionRef) ProtoMessage() {}
 
 func (x *SessionRef) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[4]
+	mi := &file_backend_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -299,7 +938,7 @@ func (x *SessionRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRef.ProtoReflect.Descriptor instead.
 func (*SessionRef) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{4}
+	return file_backend_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SessionRef) GetSessionId() string {
@@ -320,7 +959,7 @@ type SessionStatus struct {
 
 func (x *SessionStatus) Reset() {
 	*x = SessionStatus{}
-	mi := &file_backend_proto_msgTypes[5]
+	mi := &file_backend_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -332,7 +971,7 @@ func (x *SessionStatus) String() string {
 func (*SessionStatus) ProtoMessage() {}
 
 func (x *SessionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[5]
+	mi := &file_backend_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -345,7 +984,7 @@ func (x *SessionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionStatus.ProtoReflect.Descriptor instead.
 func (*SessionStatus) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{5}
+	return file_backend_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SessionStatus) GetExited() bool {
@@ -380,7 +1019,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_backend_proto_msgTypes[6]
+	mi := &file_backend_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +1031,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[6]
+	mi := &file_backend_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +1044,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{6}
+	return file_backend_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReadRequest) GetSessionId() string {
@@ -442,7 +1081,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_backend_proto_msgTypes[7]
+	mi := &file_backend_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -454,7 +1093,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[7]
+	mi := &file_backend_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -467,7 +1106,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{7}
+	return file_backend_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReadResponse) GetText() []byte {
@@ -515,7 +1154,7 @@ type SignalRequest struct {
 
 func (x *SignalRequest) Reset() {
 	*x = SignalRequest{}
-	mi := &file_backend_proto_msgTypes[8]
+	mi := &file_backend_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -527,7 +1166,7 @@ func (x *SignalRequest) String() string {
 func (*SignalRequest) ProtoMessage() {}
 
 func (x *SignalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[8]
+	mi := &file_backend_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -540,7 +1179,7 @@ func (x *SignalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
 func (*SignalRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{8}
+	return file_backend_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SignalRequest) GetSessionId() string {
@@ -566,7 +1205,7 @@ type SignalResponse struct {
 
 func (x *SignalResponse) Reset() {
 	*x = SignalResponse{}
-	mi := &file_backend_proto_msgTypes[9]
+	mi := &file_backend_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -578,7 +1217,7 @@ func (x *SignalResponse) String() string {
 func (*SignalResponse) ProtoMessage() {}
 
 func (x *SignalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[9]
+	mi := &file_backend_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -591,7 +1230,7 @@ func (x *SignalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalResponse.ProtoReflect.Descriptor instead.
 func (*SignalResponse) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{9}
+	return file_backend_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SignalResponse) GetTargetPgid() int64 {
@@ -611,7 +1250,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_backend_proto_msgTypes[10]
+	mi := &file_backend_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -623,7 +1262,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[10]
+	mi := &file_backend_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -636,7 +1275,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{10}
+	return file_backend_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CloseRequest) GetSessionId() string {
@@ -663,7 +1302,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_backend_proto_msgTypes[11]
+	mi := &file_backend_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -675,7 +1314,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[11]
+	mi := &file_backend_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -688,7 +1327,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{11}
+	return file_backend_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CloseResponse) GetStatus() *SessionStatus {
@@ -712,7 +1351,7 @@ type SendControl struct {
 
 func (x *SendControl) Reset() {
 	*x = SendControl{}
-	mi := &file_backend_proto_msgTypes[12]
+	mi := &file_backend_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -724,7 +1363,7 @@ func (x *SendControl) String() string {
 func (*SendControl) ProtoMessage() {}
 
 func (x *SendControl) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[12]
+	mi := &file_backend_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -737,7 +1376,7 @@ func (x *SendControl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendControl.ProtoReflect.Descriptor instead.
 func (*SendControl) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{12}
+	return file_backend_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SendControl) GetControl() isSendControl_Control {
@@ -812,7 +1451,7 @@ type SendStart struct {
 
 func (x *SendStart) Reset() {
 	*x = SendStart{}
-	mi := &file_backend_proto_msgTypes[13]
+	mi := &file_backend_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -824,7 +1463,7 @@ func (x *SendStart) String() string {
 func (*SendStart) ProtoMessage() {}
 
 func (x *SendStart) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[13]
+	mi := &file_backend_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -837,7 +1476,7 @@ func (x *SendStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendStart.ProtoReflect.Descriptor instead.
 func (*SendStart) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{13}
+	return file_backend_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SendStart) GetSessionId() string {
@@ -897,7 +1536,7 @@ type Pull struct {
 
 func (x *Pull) Reset() {
 	*x = Pull{}
-	mi := &file_backend_proto_msgTypes[14]
+	mi := &file_backend_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -909,7 +1548,7 @@ func (x *Pull) String() string {
 func (*Pull) ProtoMessage() {}
 
 func (x *Pull) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[14]
+	mi := &file_backend_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -922,7 +1561,7 @@ func (x *Pull) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pull.ProtoReflect.Descriptor instead.
 func (*Pull) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{14}
+	return file_backend_proto_rawDescGZIP(), []int{25}
 }
 
 type Cancel struct {
@@ -933,7 +1572,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_backend_proto_msgTypes[15]
+	mi := &file_backend_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1584,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[15]
+	mi := &file_backend_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1597,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{15}
+	return file_backend_proto_rawDescGZIP(), []int{26}
 }
 
 type SendEvent struct {
@@ -975,7 +1614,7 @@ type SendEvent struct {
 
 func (x *SendEvent) Reset() {
 	*x = SendEvent{}
-	mi := &file_backend_proto_msgTypes[16]
+	mi := &file_backend_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -987,7 +1626,7 @@ func (x *SendEvent) String() string {
 func (*SendEvent) ProtoMessage() {}
 
 func (x *SendEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[16]
+	mi := &file_backend_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1000,7 +1639,7 @@ func (x *SendEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendEvent.ProtoReflect.Descriptor instead.
 func (*SendEvent) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{16}
+	return file_backend_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SendEvent) GetEvent() isSendEvent_Event {
@@ -1067,7 +1706,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_backend_proto_msgTypes[17]
+	mi := &file_backend_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1718,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[17]
+	mi := &file_backend_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1731,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{17}
+	return file_backend_proto_rawDescGZIP(), []int{28}
 }
 
 // Output is what one Send.Output call returned, or its end (io.EOF).
@@ -1106,7 +1745,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_backend_proto_msgTypes[18]
+	mi := &file_backend_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1118,7 +1757,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[18]
+	mi := &file_backend_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1131,7 +1770,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{18}
+	return file_backend_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Output) GetText() []byte {
@@ -1162,7 +1801,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_backend_proto_msgTypes[19]
+	mi := &file_backend_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1174,7 +1813,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[19]
+	mi := &file_backend_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1187,7 +1826,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{19}
+	return file_backend_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Result) GetReason() string {
@@ -1246,7 +1885,7 @@ type ExecResult struct {
 
 func (x *ExecResult) Reset() {
 	*x = ExecResult{}
-	mi := &file_backend_proto_msgTypes[20]
+	mi := &file_backend_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1258,7 +1897,7 @@ func (x *ExecResult) String() string {
 func (*ExecResult) ProtoMessage() {}
 
 func (x *ExecResult) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[20]
+	mi := &file_backend_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1271,7 +1910,7 @@ func (x *ExecResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResult.ProtoReflect.Descriptor instead.
 func (*ExecResult) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{20}
+	return file_backend_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ExecResult) GetState() string {
@@ -1330,7 +1969,7 @@ type ErrorDetail struct {
 
 func (x *ErrorDetail) Reset() {
 	*x = ErrorDetail{}
-	mi := &file_backend_proto_msgTypes[21]
+	mi := &file_backend_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1981,7 @@ func (x *ErrorDetail) String() string {
 func (*ErrorDetail) ProtoMessage() {}
 
 func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[21]
+	mi := &file_backend_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1994,7 @@ func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorDetail.ProtoReflect.Descriptor instead.
 func (*ErrorDetail) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{21}
+	return file_backend_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ErrorDetail) GetSentinel() string {
@@ -1383,24 +2022,68 @@ var File_backend_proto protoreflect.FileDescriptor
 
 const file_backend_proto_rawDesc = "" +
 	"\n" +
-	"\rbackend.proto\x12\x0edsh.backend.v1\"3\n" +
+	"\rbackend.proto\x12\x0edsh.backend.v2\"3\n" +
 	"\x10ConfigureRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\fR\n" +
 	"configJson\"'\n" +
 	"\x11ConfigureResponse\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\"\x88\x01\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\"\x9e\x01\n" +
 	"\fSpawnRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
 	"\bowner_id\x18\x02 \x01(\tR\aownerId\x12\x10\n" +
 	"\x03cwd\x18\x03 \x01(\tR\x03cwd\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04name\x12\x18\n" +
-	"\asandbox\x18\x05 \x01(\tR\asandbox\"t\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12.\n" +
+	"\x06policy\x18\x05 \x01(\v2\x16.dsh.backend.v2.PolicyR\x06policy\"|\n" +
+	"\x06Policy\x12\x18\n" +
+	"\asandbox\x18\x01 \x01(\tR\asandbox\x12.\n" +
+	"\x06limits\x18\x02 \x01(\v2\x16.dsh.backend.v2.LimitsR\x06limits\x12(\n" +
+	"\x04size\x18\x03 \x01(\v2\x14.dsh.backend.v2.SizeR\x04size\"F\n" +
+	"\x06Limits\x12\x16\n" +
+	"\x06memory\x18\x01 \x01(\x03R\x06memory\x12\x12\n" +
+	"\x04pids\x18\x02 \x01(\x03R\x04pids\x12\x10\n" +
+	"\x03cpu\x18\x03 \x01(\x01R\x03cpu\".\n" +
+	"\x04Size\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\x05R\x04rows\x12\x12\n" +
+	"\x04cols\x18\x02 \x01(\x05R\x04cols\"w\n" +
 	"\rSpawnResponse\x12\x12\n" +
 	"\x04motd\x18\x01 \x01(\fR\x04motd\x12\x10\n" +
-	"\x03pid\x18\x02 \x01(\x03R\x03pid\x12\x1a\n" +
-	"\bexecutor\x18\x03 \x01(\bR\bexecutor\x12!\n" +
-	"\fsandbox_mode\x18\x04 \x01(\tR\vsandboxMode\"+\n" +
+	"\x03pid\x18\x02 \x01(\x03R\x03pid\x12@\n" +
+	"\fcapabilities\x18\x03 \x01(\v2\x1c.dsh.backend.v2.CapabilitiesR\fcapabilities\"\xcf\x01\n" +
+	"\fCapabilities\x12\x12\n" +
+	"\x04exec\x18\x01 \x01(\bR\x04exec\x12\x10\n" +
+	"\x03raw\x18\x02 \x01(\bR\x03raw\x12\x16\n" +
+	"\x06resize\x18\x03 \x01(\bR\x06resize\x12\x16\n" +
+	"\x06attach\x18\x04 \x01(\bR\x06attach\x12\x1f\n" +
+	"\vinput_proof\x18\x05 \x01(\bR\n" +
+	"inputProof\x12\x18\n" +
+	"\asandbox\x18\x06 \x01(\tR\asandbox\x12.\n" +
+	"\x06limits\x18\a \x01(\v2\x16.dsh.backend.v2.LimitsR\x06limits\"\r\n" +
+	"\vListRequest\"G\n" +
+	"\fListResponse\x127\n" +
+	"\bsessions\x18\x01 \x03(\v2\x1b.dsh.backend.v2.SessionInfoR\bsessions\"\xe6\x01\n" +
+	"\vSessionInfo\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
+	"\bowner_id\x18\x02 \x01(\tR\aownerId\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x10\n" +
+	"\x03pid\x18\x04 \x01(\x03R\x03pid\x125\n" +
+	"\x06status\x18\x05 \x01(\v2\x1d.dsh.backend.v2.SessionStatusR\x06status\x12@\n" +
+	"\fcapabilities\x18\x06 \x01(\v2\x1c.dsh.backend.v2.CapabilitiesR\fcapabilities\"X\n" +
+	"\rResizeRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12(\n" +
+	"\x04size\x18\x02 \x01(\v2\x14.dsh.backend.v2.SizeR\x04size\"\x10\n" +
+	"\x0eResizeResponse\"T\n" +
+	"\rOutputRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\x03R\x04from\x12\x10\n" +
+	"\x03max\x18\x03 \x01(\x05R\x03max\"E\n" +
+	"\vOutputChunk\x12\x10\n" +
+	"\x03pos\x18\x01 \x01(\x03R\x03pos\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x10\n" +
+	"\x03eof\x18\x03 \x01(\bR\x03eof\"+\n" +
 	"\n" +
 	"SessionRef\x12\x1d\n" +
 	"\n" +
@@ -1434,11 +2117,11 @@ const file_backend_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"F\n" +
 	"\rCloseResponse\x125\n" +
-	"\x06status\x18\x01 \x01(\v2\x1d.dsh.backend.v1.SessionStatusR\x06status\"\xa9\x01\n" +
+	"\x06status\x18\x01 \x01(\v2\x1d.dsh.backend.v2.SessionStatusR\x06status\"\xa9\x01\n" +
 	"\vSendControl\x121\n" +
-	"\x05start\x18\x01 \x01(\v2\x19.dsh.backend.v1.SendStartH\x00R\x05start\x12*\n" +
-	"\x04pull\x18\x02 \x01(\v2\x14.dsh.backend.v1.PullH\x00R\x04pull\x120\n" +
-	"\x06cancel\x18\x03 \x01(\v2\x16.dsh.backend.v1.CancelH\x00R\x06cancelB\t\n" +
+	"\x05start\x18\x01 \x01(\v2\x19.dsh.backend.v2.SendStartH\x00R\x05start\x12*\n" +
+	"\x04pull\x18\x02 \x01(\v2\x14.dsh.backend.v2.PullH\x00R\x04pull\x120\n" +
+	"\x06cancel\x18\x03 \x01(\v2\x16.dsh.backend.v2.CancelH\x00R\x06cancelB\t\n" +
 	"\acontrol\"\xbb\x01\n" +
 	"\tSendStart\x12\x1d\n" +
 	"\n" +
@@ -1453,9 +2136,9 @@ const file_backend_proto_rawDesc = "" +
 	"\x04Pull\"\b\n" +
 	"\x06Cancel\"\xad\x01\n" +
 	"\tSendEvent\x123\n" +
-	"\astarted\x18\x01 \x01(\v2\x17.dsh.backend.v1.StartedH\x00R\astarted\x120\n" +
-	"\x06output\x18\x02 \x01(\v2\x16.dsh.backend.v1.OutputH\x00R\x06output\x120\n" +
-	"\x06result\x18\x03 \x01(\v2\x16.dsh.backend.v1.ResultH\x00R\x06resultB\a\n" +
+	"\astarted\x18\x01 \x01(\v2\x17.dsh.backend.v2.StartedH\x00R\astarted\x120\n" +
+	"\x06output\x18\x02 \x01(\v2\x16.dsh.backend.v2.OutputH\x00R\x06output\x120\n" +
+	"\x06result\x18\x03 \x01(\v2\x16.dsh.backend.v2.ResultH\x00R\x06resultB\a\n" +
 	"\x05event\"\t\n" +
 	"\aStarted\".\n" +
 	"\x06Output\x12\x12\n" +
@@ -1464,10 +2147,10 @@ const file_backend_proto_rawDesc = "" +
 	"\x06Result\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1a\n" +
 	"\bviewport\x18\x02 \x01(\fR\bviewport\x125\n" +
-	"\x06status\x18\x03 \x01(\v2\x1d.dsh.backend.v1.SessionStatusR\x06status\x12\x1c\n" +
+	"\x06status\x18\x03 \x01(\v2\x1d.dsh.backend.v2.SessionStatusR\x06status\x12\x1c\n" +
 	"\ttruncated\x18\x04 \x01(\bR\ttruncated\x12\x16\n" +
 	"\x06prompt\x18\x05 \x01(\bR\x06prompt\x12.\n" +
-	"\x04exec\x18\x06 \x01(\v2\x1a.dsh.backend.v1.ExecResultR\x04exec\"\xca\x01\n" +
+	"\x04exec\x18\x06 \x01(\v2\x1a.dsh.backend.v2.ExecResultR\x04exec\"\xca\x01\n" +
 	"\n" +
 	"ExecResult\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x1b\n" +
@@ -1482,15 +2165,19 @@ const file_backend_proto_rawDesc = "" +
 	"\bsentinel\x18\x01 \x01(\tR\bsentinel\x12\x1f\n" +
 	"\vstart_error\x18\x02 \x01(\tR\n" +
 	"startError\x12#\n" +
-	"\rcleanup_error\x18\x03 \x01(\tR\fcleanupError2\xfc\x03\n" +
+	"\rcleanup_error\x18\x03 \x01(\tR\fcleanupError2\x93\x06\n" +
 	"\aBackend\x12P\n" +
-	"\tConfigure\x12 .dsh.backend.v1.ConfigureRequest\x1a!.dsh.backend.v1.ConfigureResponse\x12D\n" +
-	"\x05Spawn\x12\x1c.dsh.backend.v1.SpawnRequest\x1a\x1d.dsh.backend.v1.SpawnResponse\x12C\n" +
-	"\x06Status\x12\x1a.dsh.backend.v1.SessionRef\x1a\x1d.dsh.backend.v1.SessionStatus\x12A\n" +
-	"\x04Read\x12\x1b.dsh.backend.v1.ReadRequest\x1a\x1c.dsh.backend.v1.ReadResponse\x12G\n" +
-	"\x06Signal\x12\x1d.dsh.backend.v1.SignalRequest\x1a\x1e.dsh.backend.v1.SignalResponse\x12D\n" +
-	"\x05Close\x12\x1c.dsh.backend.v1.CloseRequest\x1a\x1d.dsh.backend.v1.CloseResponse\x12B\n" +
-	"\x04Send\x12\x1b.dsh.backend.v1.SendControl\x1a\x19.dsh.backend.v1.SendEvent(\x010\x01BIZGgithub.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpbb\x06proto3"
+	"\tConfigure\x12 .dsh.backend.v2.ConfigureRequest\x1a!.dsh.backend.v2.ConfigureResponse\x12D\n" +
+	"\x05Spawn\x12\x1c.dsh.backend.v2.SpawnRequest\x1a\x1d.dsh.backend.v2.SpawnResponse\x12A\n" +
+	"\x04List\x12\x1b.dsh.backend.v2.ListRequest\x1a\x1c.dsh.backend.v2.ListResponse\x12C\n" +
+	"\x06Attach\x12\x1a.dsh.backend.v2.SessionRef\x1a\x1d.dsh.backend.v2.SpawnResponse\x12C\n" +
+	"\x06Status\x12\x1a.dsh.backend.v2.SessionRef\x1a\x1d.dsh.backend.v2.SessionStatus\x12G\n" +
+	"\x06Resize\x12\x1d.dsh.backend.v2.ResizeRequest\x1a\x1e.dsh.backend.v2.ResizeResponse\x12D\n" +
+	"\x06Output\x12\x1d.dsh.backend.v2.OutputRequest\x1a\x1b.dsh.backend.v2.OutputChunk\x12A\n" +
+	"\x04Read\x12\x1b.dsh.backend.v2.ReadRequest\x1a\x1c.dsh.backend.v2.ReadResponse\x12G\n" +
+	"\x06Signal\x12\x1d.dsh.backend.v2.SignalRequest\x1a\x1e.dsh.backend.v2.SignalResponse\x12D\n" +
+	"\x05Close\x12\x1c.dsh.backend.v2.CloseRequest\x1a\x1d.dsh.backend.v2.CloseResponse\x12B\n" +
+	"\x04Send\x12\x1b.dsh.backend.v2.SendControl\x1a\x19.dsh.backend.v2.SendEvent(\x010\x01BIZGgithub.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpbb\x06proto3"
 
 var (
 	file_backend_proto_rawDescOnce sync.Once
@@ -1504,60 +2191,88 @@ func file_backend_proto_rawDescGZIP() []byte {
 	return file_backend_proto_rawDescData
 }
 
-var file_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_backend_proto_goTypes = []any{
-	(*ConfigureRequest)(nil),  // 0: dsh.backend.v1.ConfigureRequest
-	(*ConfigureResponse)(nil), // 1: dsh.backend.v1.ConfigureResponse
-	(*SpawnRequest)(nil),      // 2: dsh.backend.v1.SpawnRequest
-	(*SpawnResponse)(nil),     // 3: dsh.backend.v1.SpawnResponse
-	(*SessionRef)(nil),        // 4: dsh.backend.v1.SessionRef
-	(*SessionStatus)(nil),     // 5: dsh.backend.v1.SessionStatus
-	(*ReadRequest)(nil),       // 6: dsh.backend.v1.ReadRequest
-	(*ReadResponse)(nil),      // 7: dsh.backend.v1.ReadResponse
-	(*SignalRequest)(nil),     // 8: dsh.backend.v1.SignalRequest
-	(*SignalResponse)(nil),    // 9: dsh.backend.v1.SignalResponse
-	(*CloseRequest)(nil),      // 10: dsh.backend.v1.CloseRequest
-	(*CloseResponse)(nil),     // 11: dsh.backend.v1.CloseResponse
-	(*SendControl)(nil),       // 12: dsh.backend.v1.SendControl
-	(*SendStart)(nil),         // 13: dsh.backend.v1.SendStart
-	(*Pull)(nil),              // 14: dsh.backend.v1.Pull
-	(*Cancel)(nil),            // 15: dsh.backend.v1.Cancel
-	(*SendEvent)(nil),         // 16: dsh.backend.v1.SendEvent
-	(*Started)(nil),           // 17: dsh.backend.v1.Started
-	(*Output)(nil),            // 18: dsh.backend.v1.Output
-	(*Result)(nil),            // 19: dsh.backend.v1.Result
-	(*ExecResult)(nil),        // 20: dsh.backend.v1.ExecResult
-	(*ErrorDetail)(nil),       // 21: dsh.backend.v1.ErrorDetail
+	(*ConfigureRequest)(nil),  // 0: dsh.backend.v2.ConfigureRequest
+	(*ConfigureResponse)(nil), // 1: dsh.backend.v2.ConfigureResponse
+	(*SpawnRequest)(nil),      // 2: dsh.backend.v2.SpawnRequest
+	(*Policy)(nil),            // 3: dsh.backend.v2.Policy
+	(*Limits)(nil),            // 4: dsh.backend.v2.Limits
+	(*Size)(nil),              // 5: dsh.backend.v2.Size
+	(*SpawnResponse)(nil),     // 6: dsh.backend.v2.SpawnResponse
+	(*Capabilities)(nil),      // 7: dsh.backend.v2.Capabilities
+	(*ListRequest)(nil),       // 8: dsh.backend.v2.ListRequest
+	(*ListResponse)(nil),      // 9: dsh.backend.v2.ListResponse
+	(*SessionInfo)(nil),       // 10: dsh.backend.v2.SessionInfo
+	(*ResizeRequest)(nil),     // 11: dsh.backend.v2.ResizeRequest
+	(*ResizeResponse)(nil),    // 12: dsh.backend.v2.ResizeResponse
+	(*OutputRequest)(nil),     // 13: dsh.backend.v2.OutputRequest
+	(*OutputChunk)(nil),       // 14: dsh.backend.v2.OutputChunk
+	(*SessionRef)(nil),        // 15: dsh.backend.v2.SessionRef
+	(*SessionStatus)(nil),     // 16: dsh.backend.v2.SessionStatus
+	(*ReadRequest)(nil),       // 17: dsh.backend.v2.ReadRequest
+	(*ReadResponse)(nil),      // 18: dsh.backend.v2.ReadResponse
+	(*SignalRequest)(nil),     // 19: dsh.backend.v2.SignalRequest
+	(*SignalResponse)(nil),    // 20: dsh.backend.v2.SignalResponse
+	(*CloseRequest)(nil),      // 21: dsh.backend.v2.CloseRequest
+	(*CloseResponse)(nil),     // 22: dsh.backend.v2.CloseResponse
+	(*SendControl)(nil),       // 23: dsh.backend.v2.SendControl
+	(*SendStart)(nil),         // 24: dsh.backend.v2.SendStart
+	(*Pull)(nil),              // 25: dsh.backend.v2.Pull
+	(*Cancel)(nil),            // 26: dsh.backend.v2.Cancel
+	(*SendEvent)(nil),         // 27: dsh.backend.v2.SendEvent
+	(*Started)(nil),           // 28: dsh.backend.v2.Started
+	(*Output)(nil),            // 29: dsh.backend.v2.Output
+	(*Result)(nil),            // 30: dsh.backend.v2.Result
+	(*ExecResult)(nil),        // 31: dsh.backend.v2.ExecResult
+	(*ErrorDetail)(nil),       // 32: dsh.backend.v2.ErrorDetail
 }
 var file_backend_proto_depIdxs = []int32{
-	5,  // 0: dsh.backend.v1.CloseResponse.status:type_name -> dsh.backend.v1.SessionStatus
-	13, // 1: dsh.backend.v1.SendControl.start:type_name -> dsh.backend.v1.SendStart
-	14, // 2: dsh.backend.v1.SendControl.pull:type_name -> dsh.backend.v1.Pull
-	15, // 3: dsh.backend.v1.SendControl.cancel:type_name -> dsh.backend.v1.Cancel
-	17, // 4: dsh.backend.v1.SendEvent.started:type_name -> dsh.backend.v1.Started
-	18, // 5: dsh.backend.v1.SendEvent.output:type_name -> dsh.backend.v1.Output
-	19, // 6: dsh.backend.v1.SendEvent.result:type_name -> dsh.backend.v1.Result
-	5,  // 7: dsh.backend.v1.Result.status:type_name -> dsh.backend.v1.SessionStatus
-	20, // 8: dsh.backend.v1.Result.exec:type_name -> dsh.backend.v1.ExecResult
-	0,  // 9: dsh.backend.v1.Backend.Configure:input_type -> dsh.backend.v1.ConfigureRequest
-	2,  // 10: dsh.backend.v1.Backend.Spawn:input_type -> dsh.backend.v1.SpawnRequest
-	4,  // 11: dsh.backend.v1.Backend.Status:input_type -> dsh.backend.v1.SessionRef
-	6,  // 12: dsh.backend.v1.Backend.Read:input_type -> dsh.backend.v1.ReadRequest
-	8,  // 13: dsh.backend.v1.Backend.Signal:input_type -> dsh.backend.v1.SignalRequest
-	10, // 14: dsh.backend.v1.Backend.Close:input_type -> dsh.backend.v1.CloseRequest
-	12, // 15: dsh.backend.v1.Backend.Send:input_type -> dsh.backend.v1.SendControl
-	1,  // 16: dsh.backend.v1.Backend.Configure:output_type -> dsh.backend.v1.ConfigureResponse
-	3,  // 17: dsh.backend.v1.Backend.Spawn:output_type -> dsh.backend.v1.SpawnResponse
-	5,  // 18: dsh.backend.v1.Backend.Status:output_type -> dsh.backend.v1.SessionStatus
-	7,  // 19: dsh.backend.v1.Backend.Read:output_type -> dsh.backend.v1.ReadResponse
-	9,  // 20: dsh.backend.v1.Backend.Signal:output_type -> dsh.backend.v1.SignalResponse
-	11, // 21: dsh.backend.v1.Backend.Close:output_type -> dsh.backend.v1.CloseResponse
-	16, // 22: dsh.backend.v1.Backend.Send:output_type -> dsh.backend.v1.SendEvent
-	16, // [16:23] is the sub-list for method output_type
-	9,  // [9:16] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	3,  // 0: dsh.backend.v2.SpawnRequest.policy:type_name -> dsh.backend.v2.Policy
+	4,  // 1: dsh.backend.v2.Policy.limits:type_name -> dsh.backend.v2.Limits
+	5,  // 2: dsh.backend.v2.Policy.size:type_name -> dsh.backend.v2.Size
+	7,  // 3: dsh.backend.v2.SpawnResponse.capabilities:type_name -> dsh.backend.v2.Capabilities
+	4,  // 4: dsh.backend.v2.Capabilities.limits:type_name -> dsh.backend.v2.Limits
+	10, // 5: dsh.backend.v2.ListResponse.sessions:type_name -> dsh.backend.v2.SessionInfo
+	16, // 6: dsh.backend.v2.SessionInfo.status:type_name -> dsh.backend.v2.SessionStatus
+	7,  // 7: dsh.backend.v2.SessionInfo.capabilities:type_name -> dsh.backend.v2.Capabilities
+	5,  // 8: dsh.backend.v2.ResizeRequest.size:type_name -> dsh.backend.v2.Size
+	16, // 9: dsh.backend.v2.CloseResponse.status:type_name -> dsh.backend.v2.SessionStatus
+	24, // 10: dsh.backend.v2.SendControl.start:type_name -> dsh.backend.v2.SendStart
+	25, // 11: dsh.backend.v2.SendControl.pull:type_name -> dsh.backend.v2.Pull
+	26, // 12: dsh.backend.v2.SendControl.cancel:type_name -> dsh.backend.v2.Cancel
+	28, // 13: dsh.backend.v2.SendEvent.started:type_name -> dsh.backend.v2.Started
+	29, // 14: dsh.backend.v2.SendEvent.output:type_name -> dsh.backend.v2.Output
+	30, // 15: dsh.backend.v2.SendEvent.result:type_name -> dsh.backend.v2.Result
+	16, // 16: dsh.backend.v2.Result.status:type_name -> dsh.backend.v2.SessionStatus
+	31, // 17: dsh.backend.v2.Result.exec:type_name -> dsh.backend.v2.ExecResult
+	0,  // 18: dsh.backend.v2.Backend.Configure:input_type -> dsh.backend.v2.ConfigureRequest
+	2,  // 19: dsh.backend.v2.Backend.Spawn:input_type -> dsh.backend.v2.SpawnRequest
+	8,  // 20: dsh.backend.v2.Backend.List:input_type -> dsh.backend.v2.ListRequest
+	15, // 21: dsh.backend.v2.Backend.Attach:input_type -> dsh.backend.v2.SessionRef
+	15, // 22: dsh.backend.v2.Backend.Status:input_type -> dsh.backend.v2.SessionRef
+	11, // 23: dsh.backend.v2.Backend.Resize:input_type -> dsh.backend.v2.ResizeRequest
+	13, // 24: dsh.backend.v2.Backend.Output:input_type -> dsh.backend.v2.OutputRequest
+	17, // 25: dsh.backend.v2.Backend.Read:input_type -> dsh.backend.v2.ReadRequest
+	19, // 26: dsh.backend.v2.Backend.Signal:input_type -> dsh.backend.v2.SignalRequest
+	21, // 27: dsh.backend.v2.Backend.Close:input_type -> dsh.backend.v2.CloseRequest
+	23, // 28: dsh.backend.v2.Backend.Send:input_type -> dsh.backend.v2.SendControl
+	1,  // 29: dsh.backend.v2.Backend.Configure:output_type -> dsh.backend.v2.ConfigureResponse
+	6,  // 30: dsh.backend.v2.Backend.Spawn:output_type -> dsh.backend.v2.SpawnResponse
+	9,  // 31: dsh.backend.v2.Backend.List:output_type -> dsh.backend.v2.ListResponse
+	6,  // 32: dsh.backend.v2.Backend.Attach:output_type -> dsh.backend.v2.SpawnResponse
+	16, // 33: dsh.backend.v2.Backend.Status:output_type -> dsh.backend.v2.SessionStatus
+	12, // 34: dsh.backend.v2.Backend.Resize:output_type -> dsh.backend.v2.ResizeResponse
+	14, // 35: dsh.backend.v2.Backend.Output:output_type -> dsh.backend.v2.OutputChunk
+	18, // 36: dsh.backend.v2.Backend.Read:output_type -> dsh.backend.v2.ReadResponse
+	20, // 37: dsh.backend.v2.Backend.Signal:output_type -> dsh.backend.v2.SignalResponse
+	22, // 38: dsh.backend.v2.Backend.Close:output_type -> dsh.backend.v2.CloseResponse
+	27, // 39: dsh.backend.v2.Backend.Send:output_type -> dsh.backend.v2.SendEvent
+	29, // [29:40] is the sub-list for method output_type
+	18, // [18:29] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_backend_proto_init() }
@@ -1565,12 +2280,12 @@ func file_backend_proto_init() {
 	if File_backend_proto != nil {
 		return
 	}
-	file_backend_proto_msgTypes[12].OneofWrappers = []any{
+	file_backend_proto_msgTypes[23].OneofWrappers = []any{
 		(*SendControl_Start)(nil),
 		(*SendControl_Pull)(nil),
 		(*SendControl_Cancel)(nil),
 	}
-	file_backend_proto_msgTypes[16].OneofWrappers = []any{
+	file_backend_proto_msgTypes[27].OneofWrappers = []any{
 		(*SendEvent_Started)(nil),
 		(*SendEvent_Output)(nil),
 		(*SendEvent_Result)(nil),
@@ -1581,7 +2296,7 @@ func file_backend_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_backend_proto_rawDesc), len(file_backend_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,6 +1,11 @@
 // The protocol between dsh and a terminal backend served out of process
-// (package backendplugin). Version 1; go-plugin's handshake carries the
+// (package backendplugin). Version 2; go-plugin's handshake carries the
 // version, so a plugin built for another one is refused before any call.
+//
+// Version 2 (after 1): a spawn carries a policy (sandbox mode, limits,
+// terminal size) and its answer the session's capabilities, as data; List,
+// Attach, Resize and Output are new. A capability added later is a new
+// field of Capabilities, which an older peer reads as absent.
 //
 // Free text travels as bytes: a terminal can show anything, and proto3
 // strings must be valid UTF-8.
@@ -26,13 +31,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Backend_Configure_FullMethodName = "/dsh.backend.v1.Backend/Configure"
-	Backend_Spawn_FullMethodName     = "/dsh.backend.v1.Backend/Spawn"
-	Backend_Status_FullMethodName    = "/dsh.backend.v1.Backend/Status"
-	Backend_Read_FullMethodName      = "/dsh.backend.v1.Backend/Read"
-	Backend_Signal_FullMethodName    = "/dsh.backend.v1.Backend/Signal"
-	Backend_Close_FullMethodName     = "/dsh.backend.v1.Backend/Close"
-	Backend_Send_FullMethodName      = "/dsh.backend.v1.Backend/Send"
+	Backend_Configure_FullMethodName = "/dsh.backend.v2.Backend/Configure"
+	Backend_Spawn_FullMethodName     = "/dsh.backend.v2.Backend/Spawn"
+	Backend_List_FullMethodName      = "/dsh.backend.v2.Backend/List"
+	Backend_Attach_FullMethodName    = "/dsh.backend.v2.Backend/Attach"
+	Backend_Status_FullMethodName    = "/dsh.backend.v2.Backend/Status"
+	Backend_Resize_FullMethodName    = "/dsh.backend.v2.Backend/Resize"
+	Backend_Output_FullMethodName    = "/dsh.backend.v2.Backend/Output"
+	Backend_Read_FullMethodName      = "/dsh.backend.v2.Backend/Read"
+	Backend_Signal_FullMethodName    = "/dsh.backend.v2.Backend/Signal"
+	Backend_Close_FullMethodName     = "/dsh.backend.v2.Backend/Close"
+	Backend_Send_FullMethodName      = "/dsh.backend.v2.Backend/Send"
 )
 
 // BackendClient is the client API for Backend service.
@@ -40,13 +49,23 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // Backend is termapi.Backend and termapi.Session, with sessions named by
-// the id the terminals service minted for them.
+// the id the terminals service minted for them. A call a session cannot
+// serve fails with the sentinel "unsupported".
 type BackendClient interface {
 	// Configure builds the backend from the deployment entry's config. It is
 	// the first call, and made once per plugin process.
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
 	Spawn(ctx context.Context, in *SpawnRequest, opts ...grpc.CallOption) (*SpawnResponse, error)
+	// List describes the sessions the plugin holds.
+	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
+	// Attach hands a session the plugin holds to this host; its answer is a
+	// spawn's.
+	Attach(ctx context.Context, in *SessionRef, opts ...grpc.CallOption) (*SpawnResponse, error)
 	Status(ctx context.Context, in *SessionRef, opts ...grpc.CallOption) (*SessionStatus, error)
+	Resize(ctx context.Context, in *ResizeRequest, opts ...grpc.CallOption) (*ResizeResponse, error)
+	// Output is one Session.Output call: it answers once there are raw
+	// bytes at or after the position asked for, or the output has ended.
+	Output(ctx context.Context, in *OutputRequest, opts ...grpc.CallOption) (*OutputChunk, error)
 	Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (*ReadResponse, error)
 	Signal(ctx context.Context, in *SignalRequest, opts ...grpc.CallOption) (*SignalResponse, error)
 	Close(ctx context.Context, in *CloseRequest, opts ...grpc.CallOption) (*CloseResponse, error)
@@ -88,10 +107,50 @@ func (c *backendClient) Spawn(ctx context.Context, in *SpawnRequest, opts ...grp
 	return out, nil
 }
 
+func (c *backendClient) List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListResponse)
+	err := c.cc.Invoke(ctx, Backend_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *backendClient) Attach(ctx context.Context, in *SessionRef, opts ...grpc.CallOption) (*SpawnResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SpawnResponse)
+	err := c.cc.Invoke(ctx, Backend_Attach_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *backendClient) Status(ctx context.Context, in *SessionRef, opts ...grpc.CallOption) (*SessionStatus, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SessionStatus)
 	err := c.cc.Invoke(ctx, Backend_Status_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *backendClient) Resize(ctx context.Context, in *ResizeRequest, opts ...grpc.CallOption) (*ResizeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResizeResponse)
+	err := c.cc.Invoke(ctx, Backend_Resize_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *backendClient) Output(ctx context.Context, in *OutputRequest, opts ...grpc.CallOption) (*OutputChunk, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(OutputChunk)
+	err := c.cc.Invoke(ctx, Backend_Output_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -146,13 +205,23 @@ type Backend_SendClient = grpc.BidiStreamingClient[SendControl, SendEvent]
 // for forward compatibility.
 //
 // Backend is termapi.Backend and termapi.Session, with sessions named by
-// the id the terminals service minted for them.
+// the id the terminals service minted for them. A call a session cannot
+// serve fails with the sentinel "unsupported".
 type BackendServer interface {
 	// Configure builds the backend from the deployment entry's config. It is
 	// the first call, and made once per plugin process.
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
 	Spawn(context.Context, *SpawnRequest) (*SpawnResponse, error)
+	// List describes the sessions the plugin holds.
+	List(context.Context, *ListRequest) (*ListResponse, error)
+	// Attach hands a session the plugin holds to this host; its answer is a
+	// spawn's.
+	Attach(context.Context, *SessionRef) (*SpawnResponse, error)
 	Status(context.Context, *SessionRef) (*SessionStatus, error)
+	Resize(context.Context, *ResizeRequest) (*ResizeResponse, error)
+	// Output is one Session.Output call: it answers once there are raw
+	// bytes at or after the position asked for, or the output has ended.
+	Output(context.Context, *OutputRequest) (*OutputChunk, error)
 	Read(context.Context, *ReadRequest) (*ReadResponse, error)
 	Signal(context.Context, *SignalRequest) (*SignalResponse, error)
 	Close(context.Context, *CloseRequest) (*CloseResponse, error)
@@ -180,8 +249,20 @@ func (UnimplementedBackendServer) Configure(context.Context, *ConfigureRequest) 
 func (UnimplementedBackendServer) Spawn(context.Context, *SpawnRequest) (*SpawnResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Spawn not implemented")
 }
+func (UnimplementedBackendServer) List(context.Context, *ListRequest) (*ListResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedBackendServer) Attach(context.Context, *SessionRef) (*SpawnResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Attach not implemented")
+}
 func (UnimplementedBackendServer) Status(context.Context, *SessionRef) (*SessionStatus, error) {
 	return nil, status.Error(codes.Unimplemented, "method Status not implemented")
+}
+func (UnimplementedBackendServer) Resize(context.Context, *ResizeRequest) (*ResizeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Resize not implemented")
+}
+func (UnimplementedBackendServer) Output(context.Context, *OutputRequest) (*OutputChunk, error) {
+	return nil, status.Error(codes.Unimplemented, "method Output not implemented")
 }
 func (UnimplementedBackendServer) Read(context.Context, *ReadRequest) (*ReadResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Read not implemented")
@@ -252,6 +333,42 @@ func _Backend_Spawn_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Backend_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BackendServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Backend_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BackendServer).List(ctx, req.(*ListRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Backend_Attach_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SessionRef)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BackendServer).Attach(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Backend_Attach_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BackendServer).Attach(ctx, req.(*SessionRef))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Backend_Status_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SessionRef)
 	if err := dec(in); err != nil {
@@ -266,6 +383,42 @@ func _Backend_Status_Handler(srv interface{}, ctx context.Context, dec func(inte
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(BackendServer).Status(ctx, req.(*SessionRef))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Backend_Resize_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResizeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BackendServer).Resize(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Backend_Resize_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BackendServer).Resize(ctx, req.(*ResizeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Backend_Output_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(OutputRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BackendServer).Output(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Backend_Output_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BackendServer).Output(ctx, req.(*OutputRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -335,7 +488,7 @@ type Backend_SendServer = grpc.BidiStreamingServer[SendControl, SendEvent]
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var Backend_ServiceDesc = grpc.ServiceDesc{
-	ServiceName: "dsh.backend.v1.Backend",
+	ServiceName: "dsh.backend.v2.Backend",
 	HandlerType: (*BackendServer)(nil),
 	Methods: []grpc.MethodDesc{
 		{
@@ -347,8 +500,24 @@ var Backend_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Backend_Spawn_Handler,
 		},
 		{
+			MethodName: "List",
+			Handler:    _Backend_List_Handler,
+		},
+		{
+			MethodName: "Attach",
+			Handler:    _Backend_Attach_Handler,
+		},
+		{
 			MethodName: "Status",
 			Handler:    _Backend_Status_Handler,
+		},
+		{
+			MethodName: "Resize",
+			Handler:    _Backend_Resize_Handler,
+		},
+		{
+			MethodName: "Output",
+			Handler:    _Backend_Output_Handler,
 		},
 		{
 			MethodName: "Read",

@@ -1,0 +1,100 @@
+package termapi
+
+import "context"
+
+// Session is one live terminal owned by a backend. All methods are safe for
+// concurrent use. A call the session cannot serve (see Capabilities)
+// returns an error that wraps errors.ErrUnsupported; a backend can embed
+// Unsupported to answer so for every call it does not implement.
+type Session interface {
+	// Capabilities says what the session can do. It does not change over
+	// the session's life.
+	Capabilities() Capabilities
+	// Motd is what the terminal showed once it became ready (normally the
+	// prompt).
+	Motd() string
+	// PID is the top-level process id, or 0 when there is none.
+	PID() int
+	// Status reports whether the top-level process is still running.
+	Status() Status
+	// StartSend writes text (and Enter when req.Submit) and starts waiting
+	// for the terminal to settle. At most one send is live per session: a
+	// second one fails with ErrSendActive until the first has settled and
+	// released its write and interrupt. ctx bounds the whole send: when it
+	// ends before the send settles, the send is cancelled as by Send.Cancel.
+	StartSend(ctx context.Context, req SendRequest) (Send, error)
+	// Exec runs req.Command as one command line of the shell and returns
+	// the send that follows it (Capabilities.Exec). The shell must be at
+	// its prompt: the previous command has ended (ErrShellBusy otherwise);
+	// the one-send rule and the errors of StartSend apply too.
+	//
+	// The send settles as any send does. When the command has ended, its
+	// result's Exec field says how (ExecCompleted with the exit status, or
+	// ExecAbandoned when the shell came back to its prompt without
+	// finishing the line, as after an interrupt) and Prompt is set. When it
+	// settles earlier (a program waiting for input, silence, the deadline,
+	// the shell exiting), Exec.State says whether the command had started;
+	// a caller that signals the foreground then waits for the rest with an
+	// empty StartSend, whose result carries the same command's Exec field.
+	Exec(ctx context.Context, req ExecRequest) (Send, error)
+	// Read returns a page of the scrollback, counted back from the newest
+	// line.
+	Read(req ReadRequest) (ReadResult, error)
+	// Output returns the terminal's raw bytes from position from on
+	// (Capabilities.Raw): what the programs wrote, in order, without the
+	// backend's own protocol. It blocks until there is something at or
+	// after from, the session's output has ended (io.EOF once everything
+	// was returned), or ctx ends. Positions count bytes from the session's
+	// start; a session keeps a bounded window of them, so a chunk may start
+	// after from (Chunk.Pos says where, and the bytes between were lost).
+	// Any number of readers may read, each from its own position.
+	Output(ctx context.Context, from int64) (Chunk, error)
+	// Resize sets the size of the terminal, which the foreground program is
+	// told of (SIGWINCH) (Capabilities.Resize).
+	Resize(ctx context.Context, size Size) error
+	// Signal delivers sig to the terminal's foreground process group. It
+	// never hard-kills the session's top-level process (SIGKILL while the
+	// shell itself is in the foreground is refused): Close does that.
+	Signal(ctx context.Context, sig Signal) (SignalResult, error)
+	// Close ends the session: it returns when every process the session
+	// captured is gone, or reports which survived. It is idempotent;
+	// concurrent calls share one close; after a failure a later call retries.
+	Close(ctx context.Context, reason string) error
+}
+
+// Capabilities say what a session can do, as data: a new capability is a
+// new field, never a new interface. The zero value is a terminal that can
+// only be typed into and read back.
+type Capabilities struct {
+	// Exec: the session runs a command line as one unit and learns how it
+	// ended from the shell itself (Session.Exec). The bash tool needs it.
+	Exec bool `json:"exec"`
+	// Raw: the session hands out its raw bytes with positions
+	// (Session.Output).
+	Raw bool `json:"raw"`
+	// Resize: the session's terminal can be resized (Session.Resize).
+	Resize bool `json:"resize"`
+	// Attach: the backend can hand the session to another caller
+	// (Backend.Attach).
+	Attach bool `json:"attach"`
+	// InputProof: a program blocked reading the terminal is proven so
+	// (WaitStdinRead), not inferred from silence.
+	InputProof bool `json:"inputProof"`
+	// Sandbox is the sandbox mode the session runs in.
+	Sandbox SandboxMode `json:"sandbox"`
+	// Limits are the resource limits enforced on the session's processes.
+	Limits Limits `json:"limits"`
+}
+
+// Chunk is a run of a session's raw output (Session.Output).
+type Chunk struct {
+	// Pos is the position of Data's first byte. It is after the position
+	// asked for when the bytes between were dropped from the session's
+	// window.
+	Pos int64
+	Data []byte
+}
+
+// End is the position after the chunk's last byte: where the next read
+// starts.
+func (c Chunk) End() int64 { return c.Pos + int64(len(c.Data)) }
