@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/dshdev/dsh/config"
-
 	"github.com/dshdev/dsh/host"
 )
 

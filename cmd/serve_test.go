@@ -17,7 +17,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/dshdev/dsh/host"
-
 	// The plugins that ship with dsh, as cmd/dsh links them.
 	_ "github.com/dshdev/dsh/plugins/standard"
 )

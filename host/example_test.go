@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/dshdev/dsh/config"
-
 	"github.com/dshdev/dsh/host"
 )
 

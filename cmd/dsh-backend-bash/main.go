@@ -10,10 +10,9 @@ import (
 	"encoding/json"
 	"log/slog"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 func main() {

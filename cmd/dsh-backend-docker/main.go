@@ -12,10 +12,9 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	terminaldocker "github.com/dshdev/dsh/plugins/terminal-docker"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 func main() {

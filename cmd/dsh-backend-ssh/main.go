@@ -8,10 +8,9 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	terminalssh "github.com/dshdev/dsh/plugins/terminal-ssh"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 func main() {

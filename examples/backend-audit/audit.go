@@ -8,9 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // auditLog appends records to a file, one JSON object per line.

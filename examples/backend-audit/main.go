@@ -23,10 +23,9 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Config is the deployment entry's config.

@@ -14,7 +14,6 @@ import (
 	"sync"
 
 	"github.com/dshdev/dsh/config"
-
 	"github.com/dshdev/dsh/host"
 )
 

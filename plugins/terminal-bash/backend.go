@@ -17,11 +17,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/sandbox"
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Backend starts bash sessions on PTYs. It remembers the sessions it
@@ -219,9 +218,9 @@ func (b *Backend) launch(spec termapi.SpawnSpec, term *ptyPair, ctl *control, cm
 	s.target = proc.Target{Shell: shell, Tracker: proc.NewTracker(shell), Cgroup: cg}
 	s.forget = b.sessions.Remove
 	now := time.Now()
-	sn := newSend(s, false, now.Add(b.cfg.timeout))
+	sn := newSend(s, false, s.Deadline(now, 0), nil)
 	sn.startup = true
-	s.slot, s.live = sn, sn
+	s.Holder, s.Live = sn, sn
 	// Kept before its goroutines start, so that a backend closing now
 	// closes it; refused after that, it is closed here once they run.
 	added := b.sessions.Add(s)
@@ -375,7 +374,7 @@ func (s *session) awaitStartup(ctx context.Context, sn *send) error {
 		return nil
 	case termapi.WaitSessionExit:
 		if s.phase != sessionOpen {
-			return fmt.Errorf("terminal-bash: session %s: %w", s.id, termapi.ErrSessionClosing)
+			return s.Errorf("%w", termapi.ErrSessionClosing)
 		}
 		return fmt.Errorf("terminal-bash: shell exited during startup (%s): %q", res.Status, res.Viewport)
 	}

@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/proc"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 

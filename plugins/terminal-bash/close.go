@@ -9,11 +9,10 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/proc"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // closeCall is one Close in progress; concurrent callers share it.
@@ -100,8 +99,8 @@ func (s *session) finishExitLocked() {
 	s.shell = shellDone
 	// The shell's output has been read to its end: readers of the raw
 	// output learn that there is no more.
-	s.raw.End()
-	if sn := s.live; sn != nil {
+	s.Scr.Raw.End()
+	if sn := s.Live; sn != nil {
 		s.settleLocked(sn, termapi.WaitSessionExit)
 	}
 }
@@ -125,7 +124,7 @@ func (s *session) Close(ctx context.Context, reason string) error {
 	c := &closeCall{done: make(chan struct{})}
 	s.closeCall = c
 	s.phase = sessionClosing
-	if sn := s.live; sn != nil {
+	if sn := s.Live; sn != nil {
 		s.settleLocked(sn, termapi.WaitSessionExit)
 	}
 	s.mu.Unlock()

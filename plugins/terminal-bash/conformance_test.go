@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 

@@ -5,11 +5,10 @@ package terminalbash
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"strings"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
@@ -26,21 +25,10 @@ type command struct {
 
 // Exec runs a command through the shell protocol. See termapi.Executor.
 func (s *session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Send, error) {
-	switch {
-	case req.Command == "":
-		return nil, fmt.Errorf("terminal-bash: session %s: exec: empty command", s.id)
-	case strings.IndexByte(req.Command, 0) >= 0:
-		return nil, fmt.Errorf("terminal-bash: session %s: exec: the command contains a NUL byte", s.id)
-	case ctx.Err() != nil:
-		return nil, fmt.Errorf("terminal-bash: session %s: exec not started: %w", s.id, context.Cause(ctx))
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.startableLocked(); err != nil {
+	if err := s.ExecGate(ctx, req, s.usableLocked(), s.Holder.busyLocked(), s.idle && s.cur == nil); err != nil {
 		return nil, err
-	}
-	if !s.idle || s.cur != nil {
-		return nil, fmt.Errorf("terminal-bash: session %s: %w", s.id, termapi.ErrShellBusy)
 	}
 	// The shell's own group must own the terminal: only the shell may read
 	// the line that carries the command's nonce.
@@ -54,20 +42,19 @@ func (s *session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Se
 			if err := s.usableLocked(); err != nil {
 				return nil, err
 			}
-			return nil, fmt.Errorf("terminal-bash: session %s: %w", s.id, termapi.ErrSessionExited)
+			return nil, s.Errorf("%w", termapi.ErrSessionExited)
 		}
-		return nil, fmt.Errorf("terminal-bash: session %s: %w: another process group holds the terminal", s.id, termapi.ErrShellBusy)
+		return nil, s.Errorf("%w: another process group holds the terminal", termapi.ErrShellBusy)
 	}
 	if err := s.term.lineMode(); err != nil {
-		return nil, fmt.Errorf("terminal-bash: session %s: exec: %w", s.id, err)
+		return nil, s.Errorf("exec: %w", err)
 	}
 
 	now := time.Now()
-	sn := newSend(s, req.Stream, now.Add(s.timeout(req.Timeout)))
-	c := &command{nonce: newNonce(), res: termapi.ExecResult{State: termapi.ExecPending, ExitCode: -1}}
-	c.res.Background = s.unclaimed.Take() + s.breakLineLocked()
-	c.res.BackgroundTruncated = s.unclaimed.TakeDropped()
-	sn.cmd, sn.exec = c, true
+	c := &command{nonce: backendkit.Nonce(), res: termapi.ExecResult{State: termapi.ExecPending, ExitCode: -1}}
+	c.res.Background, c.res.BackgroundTruncated = s.Scr.Background()
+	sn := newSend(s, req.Stream, s.Deadline(now, req.Timeout), c)
+	sn.exec = true
 
 	s.lineBuf, c.inline = appendCommandLine(s.lineBuf[:0], req.Command, c.nonce, s.flags)
 	var input []byte
@@ -78,16 +65,16 @@ func (s *session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Se
 		input = []byte(req.Command)
 		var err error
 		if n, err = s.ctl.writeNow(input); err != nil {
-			return nil, fmt.Errorf("terminal-bash: session %s: exec: write the command: %w", s.id, err)
+			return nil, s.Errorf("exec: write the command: %w", err)
 		}
 	}
-	s.cur, s.slot, s.live, s.idle = c, sn, sn, false
+	s.cur, s.Holder, s.Live, s.idle = c, sn, sn, false
 	if err := s.writeLocked(sn, s.lineBuf, now); err != nil {
-		s.cur, s.slot, s.live = nil, nil, nil
+		s.cur, s.Holder, s.Live = nil, nil, nil
 		if rerr := s.ctl.resetInput(); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
-		return nil, fmt.Errorf("terminal-bash: session %s: exec: write: %w", s.id, err)
+		return nil, s.Errorf("exec: write: %w", err)
 	}
 	if n < len(input) {
 		// The rest goes in while the shell reads it.
@@ -95,7 +82,7 @@ func (s *session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Se
 		s.workers.Add(1)
 		go s.writeCommandRest(sn, s.ctl.in, input[n:])
 	}
-	s.watchLocked(ctx, sn)
+	sn.Watch(ctx, func() { sn.Cancel() })
 	s.armLocked()
 	return sn, nil
 }
@@ -171,7 +158,7 @@ func (s *session) endLocked(state termapi.ExecState, status int, notices string)
 	c.ended = true
 	c.res.State, c.res.ExitCode, c.res.Notices = state, status, notices
 	if state != termapi.ExecCompleted {
-		if n, err := s.ctl.pending(); err != nil || n > 0 || s.slot != nil && s.slot.cmdWriting {
+		if n, err := s.ctl.pending(); err != nil || n > 0 || s.Holder != nil && s.Holder.cmdWriting {
 			if err := s.ctl.resetInput(); err != nil {
 				s.log.Warn("resetting the command channel failed", "err", err)
 			}
@@ -179,14 +166,6 @@ func (s *session) endLocked(state termapi.ExecState, status int, notices string)
 	}
 }
 
-// breakLineLocked ends the line the terminal is writing, if any: it goes to
-// the scrollback as a line of its own, and is returned with its newline.
-func (s *session) breakLineLocked() string {
-	line := s.render.Break(nil)
-	if len(line) == 0 {
-		return ""
-	}
-	s.scroll.Append(line)
-	s.partialStale = true
-	return string(line)
-}
+// breakLineLocked ends the line the terminal is writing, if any (see
+// backendkit.Screen.Break).
+func (s *session) breakLineLocked() string { return s.Scr.Break() }

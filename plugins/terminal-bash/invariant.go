@@ -25,11 +25,11 @@ func (b *Backend) Invariants() map[string]func(context.Context) error {
 			return b.eachSession(func(s *session) error {
 				s.mu.Lock()
 				defer s.mu.Unlock()
-				if err := s.scroll.Check(); err != nil {
+				if err := s.Scr.Scroll.Check(); err != nil {
 					return fmt.Errorf("session %s: %w", s.id, err)
 				}
 				// A partial line counts as one more.
-				if n, b := s.scroll.TotalLines(), s.scroll.Bytes(); n > s.cfg.scrollLines+1 || b > s.cfg.scrollBytes {
+				if n, b := s.Scr.Scroll.TotalLines(), s.Scr.Scroll.Bytes(); n > s.cfg.scrollLines+1 || b > s.cfg.scrollBytes {
 					return fmt.Errorf("session %s: scrollback holds %d lines and %d bytes; the config allows %d and %d", s.id, n, b, s.cfg.scrollLines, s.cfg.scrollBytes)
 				}
 				return nil

@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/internal/proc"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 func checkAll(checks map[string]func(context.Context) error) error {

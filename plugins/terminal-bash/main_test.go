@@ -12,18 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
-	"go.uber.org/goleak"
-
 	"github.com/dshdev/dsh/internal/proc"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { terminaltest.Main(m) }
 
-// waitLong bounds every wait in these tests. It is generous: it only turns
-// a hang into a clear failure and never decides a result.
-const waitLong = 30 * time.Second
+const waitLong = terminaltest.WaitLong
 
 // testConfig is the default config with the silence tier pushed out of
 // reach, so only a prompt or a proof can settle a send quickly, and short

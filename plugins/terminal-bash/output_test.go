@@ -11,9 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/plugins/terminal/screen"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // TestRendering: output is shown as a terminal would show it. The sleeps

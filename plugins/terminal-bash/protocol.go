@@ -4,8 +4,6 @@ package terminalbash
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"strconv"
 	"strings"
 )
@@ -173,15 +171,6 @@ func parseRecord(b []byte) (record, bool) {
 		return record{}, false
 	}
 	return r, true
-}
-
-// newNonce returns a fresh per-call nonce: 64 random bits in hex, typed on
-// the command's line and nowhere else, so only that line can report its
-// end.
-func newNonce() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
-	return hex.EncodeToString(b[:])
 }
 
 // maxInlineCommand bounds a command typed on its line: the terminal's

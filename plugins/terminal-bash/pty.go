@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/sandbox"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // ptyPair is a session's PTY: the master, which the session reads and
@@ -310,4 +311,9 @@ func (t *ptyPair) flushInput() error {
 		return fmt.Errorf("flush %s input: %w", t.slavePath, err)
 	}
 	return nil
+}
+
+// setSize sets the terminal's size; the kernel tells its foreground group.
+func (t *ptyPair) setSize(size termapi.Size) error {
+	return pty.Setsize(t.master, &pty.Winsize{Rows: uint16(size.Rows), Cols: uint16(size.Cols)})
 }

@@ -9,11 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/proc"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // readLoop waits for the master's output and reads it. It doubles as the
@@ -139,8 +138,7 @@ func (s *session) readRecords() {
 // scrollback, and to the live send or, between sends, to the unclaimed
 // buffer the next send starts with.
 func (s *session) consumeLocked(p []byte) {
-	s.raw.Write(p)
-	s.deliverLocked(s.render.Write(p))
+	s.deliverLocked(s.Scr.Write(p))
 	now := time.Now()
 	s.lastOutput = now
 	if s.claim == nil {
@@ -156,27 +154,9 @@ func (s *session) consumeLocked(p []byte) {
 
 // deliverLocked hands on the lines the renderer committed: to the
 // scrollback, and to the live send or, between sends, to the unclaimed
-// buffer the next send starts with.
+// lines the next send starts with.
 func (s *session) deliverLocked(lines []byte) {
-	s.partialStale = true
-	if len(lines) == 0 {
-		return
-	}
-	s.scroll.Append(lines)
-	if sn := s.live; sn != nil {
-		sn.Deliver(lines)
-	} else {
-		s.unclaimed.Append(lines)
-	}
-}
-
-// syncPartialLocked brings the scrollback's partial line up to date. It is
-// done on demand rather than per chunk, since it costs an allocation.
-func (s *session) syncPartialLocked() {
-	if s.partialStale {
-		s.scroll.SetPartial(s.render.Partial())
-		s.partialStale = false
-	}
+	s.Scr.Keep(lines, s.LiveSend())
 }
 
 // holdBack pauses reading while a streaming caller is behind by more than
@@ -185,7 +165,7 @@ func (s *session) syncPartialLocked() {
 func (s *session) holdBack() {
 	for {
 		s.mu.Lock()
-		sn := s.live
+		sn := s.Live
 		if sn == nil || !sn.Stream() || sn.Out.Len() <= s.cfg.maxRead {
 			s.mu.Unlock()
 			return
@@ -228,7 +208,7 @@ func (s *session) wake() {
 		s.mu.Unlock()
 		return
 	}
-	sn := s.live
+	sn := s.Live
 	if sn == nil {
 		s.armLocked()
 		s.mu.Unlock()
@@ -288,7 +268,7 @@ func (s *session) recordLocked(r *record) {
 		}
 		s.idle, s.claim = true, nil
 		s.endOutputLocked()
-		if sn := s.live; sn != nil && sn.cmd == c {
+		if sn := s.Live; sn != nil && sn.cmd == c {
 			sn.atPrompt = true
 			s.settleLocked(sn, termapi.WaitStdinRead)
 		}
@@ -471,7 +451,7 @@ func (s *session) atPromptLocked(sn *send) {
 // here, so it cannot swallow what the next command prints (a terminal
 // would go on waiting for its end; a prompt usually ends it).
 func (s *session) endOutputLocked() {
-	s.deliverLocked(s.render.Flush())
+	s.deliverLocked(s.Scr.Flush())
 }
 
 // drainProofReads bounds the reads made to collect output before a send
@@ -551,8 +531,8 @@ func (s *session) othersWaiting(pgid int) bool {
 func (s *session) endOfOutput() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.deliverLocked(s.render.Flush())
-	s.raw.End()
+	s.deliverLocked(s.Scr.Flush())
+	s.Scr.Raw.End()
 	s.eof = true
 	if s.shell >= shellReaped {
 		s.finishExitLocked()
@@ -564,13 +544,12 @@ func (s *session) settleLocked(sn *send, reason termapi.WaitReason) {
 	if sn.Settled() {
 		return
 	}
-	s.syncPartialLocked()
-	vp, truncated := sn.Viewport(s.render.Partial(), s.cfg.maxRead)
+	vp, truncated := sn.Viewport(s.Scr.Render.Partial(), s.cfg.maxRead)
 	res := termapi.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt}
 	res.Exec = s.execResultLocked(sn)
 	sn.Settle(res)
-	if s.live == sn {
-		s.live = nil
+	if s.Live == sn {
+		s.Live = nil
 	}
 	s.releaseLocked(sn)
 	s.armLocked()
@@ -579,8 +558,8 @@ func (s *session) settleLocked(sn *send, reason termapi.WaitReason) {
 // releaseLocked frees the slot once sn has settled and nothing it started
 // is still running.
 func (s *session) releaseLocked(sn *send) {
-	if s.slot == sn && sn.Settled() && !sn.writing && !sn.cmdWriting && !sn.interrupting && !sn.interruptPending {
-		s.slot = nil
+	if s.Holder == sn && sn.Settled() && !sn.writing && !sn.cmdWriting && !sn.interrupting && !sn.interruptPending {
+		s.Holder = nil
 	}
 }
 
@@ -616,7 +595,7 @@ func (s *session) boundaryLocked(now time.Time) {
 // once (wake then clears it) rather than cleared at every settle.
 func (s *session) armLocked() {
 	var at time.Time
-	switch sn := s.live; {
+	switch sn := s.Live; {
 	case s.masterClosed:
 		return
 	case s.shell == shellReaped && !s.eof:

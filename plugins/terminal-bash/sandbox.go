@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/dshdev/dsh/config"
-
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/sandbox"
 )
 

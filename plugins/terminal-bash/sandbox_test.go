@@ -12,9 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/config"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // sandboxed starts a session under sc, in a fresh workspace it returns.

@@ -5,9 +5,8 @@ package terminalbash
 import (
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // send is one send in flight. Its fields from Send on are guarded by s.mu;
@@ -41,11 +40,14 @@ type send struct {
 	interruptPending bool // Cancel arrived during the write: interrupt once it stops
 }
 
-func newSend(s *session, stream bool, deadline time.Time) *send {
-	sn := &send{s: s, deadline: deadline}
+func newSend(s *session, stream bool, deadline time.Time, cmd *command) *send {
+	sn := &send{s: s, deadline: deadline, cmd: cmd}
 	sn.Init(&s.mu, s.resume, s.cfg.maxRead, stream)
 	return sn
 }
+
+// Base is the send's state that every engine keeps (backendkit.Slot).
+func (sn *send) Base() *backendkit.Send { return &sn.Send }
 
 // Cancel interrupts the foreground process group with a real SIGINT, after
 // discarding typed input nobody has read yet, as ^C does (see interrupt).

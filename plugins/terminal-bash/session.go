@@ -10,14 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/creack/pty"
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
-	"github.com/dshdev/dsh/plugins/terminal/screen"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // settings are the config values a session uses, resolved once.
@@ -75,9 +72,7 @@ type session struct {
 	shellCmd *exec.Cmd
 	pid      int
 	// caps are what the session can do, the sandbox it runs in included.
-	caps termapi.Capabilities
-	// raw is the terminal's output as it came, for Output.
-	raw    *backendkit.Raw
+	caps   termapi.Capabilities
 	target proc.Target
 	// forget removes the session from its backend once it is closed.
 	forget func(*session)
@@ -98,11 +93,11 @@ type session struct {
 	ctlDone  chan struct{}  // the control channel's reader has ended
 	workers  sync.WaitGroup // writes and interrupts running on their own
 
+	// Core has the screen and the methods that are the same on every
+	// engine; it is guarded by mu.
+	backendkit.Core
 	mu           sync.Mutex
-	render       *screen.Renderer
 	lineBuf      []byte // scratch: the line typed for a command
-	scroll       *screen.Scrollback
-	partialStale bool // the scrollback's partial line lags behind render
 	motd         string
 	status       termapi.Status
 	shell        shellPhase // how far the shell's end has been taken in
@@ -110,9 +105,9 @@ type session struct {
 	eof          bool       // the read loop has ended
 	masterClosed bool
 	closeCall    *closeCall
-	slot         *send // holds the one-send slot
-	live         *send // receives output and is judged by the readiness tiers
-	unclaimed    screen.Pending
+	// Slot holds the one-send slot (Holder) and the send that receives
+	// output and is judged by the readiness tiers (Live).
+	backendkit.Slot[*send]
 	// records is the control channel reader's scratch.
 	records []record
 	// claim is the latest prompt or ready record since the last boundary:
@@ -175,22 +170,26 @@ const (
 )
 
 func newSession(id string, cfg settings, log *slog.Logger, term *ptyPair, ctl *control) *session {
-	return &session{
-		id:        id,
-		cfg:       cfg,
-		log:       log,
-		term:      term,
-		ctl:       ctl,
-		resume:    make(chan struct{}, 1),
-		loopDone:  make(chan struct{}),
-		waitDone:  make(chan struct{}),
-		ctlDone:   make(chan struct{}),
-		render:    screen.NewRenderer(cfg.maxRead),
-		raw:       backendkit.NewRaw(backendkit.DefaultRawWindow),
-		scroll:    screen.NewScrollback(cfg.scrollLines, cfg.scrollBytes),
-		status:    termapi.Running,
-		unclaimed: screen.NewPending(cfg.maxRead, false),
+	s := &session{
+		id:       id,
+		cfg:      cfg,
+		log:      log,
+		term:     term,
+		ctl:      ctl,
+		resume:   make(chan struct{}, 1),
+		loopDone: make(chan struct{}),
+		waitDone: make(chan struct{}),
+		ctlDone:  make(chan struct{}),
+		status:   termapi.Running,
 	}
+	s.Init(&s.mu, &s.status, backendkit.CoreConfig{
+		Who:         "terminal-bash: session " + id,
+		MaxRead:     cfg.maxRead,
+		ScrollLines: cfg.scrollLines,
+		ScrollBytes: cfg.scrollBytes,
+		Timeout:     cfg.timeout,
+	})
+	return s
 }
 
 // Motd is what the terminal showed until the shell first reached its
@@ -213,62 +212,30 @@ func (s *session) Info() termapi.Info {
 	return termapi.Info{ID: s.id, OwnerID: s.owner, Name: s.name, PID: s.pid, Status: s.Status(), Capabilities: s.caps}
 }
 
-// Output returns the terminal's raw output from position from on.
-func (s *session) Output(ctx context.Context, from int64) (termapi.Chunk, error) {
-	return s.raw.Read(ctx, from)
-}
-
 // Resize sets the terminal's size; the kernel tells the foreground group
 // (SIGWINCH).
-func (s *session) Resize(ctx context.Context, size termapi.Size) error {
-	if err := size.Validate(); err != nil {
-		return fmt.Errorf("terminal-bash: session %s: %w", s.id, err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.usableLocked(); err != nil {
-		return err
-	}
-	if err := pty.Setsize(s.term.master, &pty.Winsize{Rows: uint16(size.Rows), Cols: uint16(size.Cols)}); err != nil {
-		return fmt.Errorf("terminal-bash: session %s: resize: %w", s.id, err)
-	}
-	return nil
-}
-
-// Status reports whether the shell is still running.
-func (s *session) Status() termapi.Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.status
+func (s *session) Resize(_ context.Context, size termapi.Size) error {
+	return s.ResizeWith(size, s.usableLocked, s.term.setSize)
 }
 
 // StartSend types the text and starts judging readiness. See
 // termapi.Session.
 func (s *session) StartSend(ctx context.Context, req termapi.SendRequest) (termapi.Send, error) {
-	if ctx.Err() != nil {
-		return nil, fmt.Errorf("terminal-bash: session %s: send not started: %w", s.id, context.Cause(ctx))
-	}
 	s.mu.Lock()
-	if err := s.startableLocked(); err != nil {
+	if err := s.Gate(ctx, s.usableLocked(), s.Holder.busyLocked()); err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
 	now := time.Now()
-	sn := newSend(s, req.Stream, now.Add(s.timeout(req.Timeout)))
-	sn.cmd = s.cur
-	s.unclaimed.MoveTo(&sn.Out)
-	s.slot, s.live = sn, sn
-	input := []byte(req.Text)
-	if req.Submit {
-		input = append(input, '\r')
-	}
-	if len(input) > 0 {
+	sn := newSend(s, req.Stream, s.Deadline(now, req.Timeout), s.cur)
+	s.Take(sn, s.Scr)
+	if input := backendkit.Input(req); len(input) > 0 {
 		s.idle = false
 		if err := s.writeLocked(sn, input, now); err != nil {
-			s.slot, s.live = nil, nil
-			sn.Out.MoveTo(&s.unclaimed)
+			s.Holder, s.Live = nil, nil
+			s.Scr.Unclaim(&sn.Send)
 			s.mu.Unlock()
-			return nil, fmt.Errorf("terminal-bash: session %s: write: %w", s.id, err)
+			return nil, s.Errorf("write: %w", err)
 		}
 	} else {
 		// "Wait again": what was learnt since the previous send settled
@@ -285,50 +252,22 @@ func (s *session) StartSend(ctx context.Context, req termapi.SendRequest) (terma
 			s.settleLocked(sn, termapi.WaitStdinRead)
 		}
 	}
-	s.watchLocked(ctx, sn)
+	sn.Watch(ctx, func() { sn.Cancel() })
 	s.armLocked()
 	s.mu.Unlock()
 	return sn, nil
 }
 
-// startableLocked reports why no send may start now, if one may not.
-func (s *session) startableLocked() error {
-	if err := s.usableLocked(); err != nil {
-		return err
-	}
-	if sn := s.slot; sn != nil {
-		return fmt.Errorf("terminal-bash: session %s: %w (%s)", s.id, termapi.ErrSendActive, sn.busyLocked())
-	}
-	return nil
-}
-
-// timeout is a send's bound: its own, or the configured one.
-func (s *session) timeout(d time.Duration) time.Duration {
-	if d <= 0 {
-		return s.cfg.timeout
-	}
-	return d
-}
-
-// watchLocked cancels sn when ctx ends before it settles.
-func (s *session) watchLocked(ctx context.Context, sn *send) {
-	sn.Watch(ctx, func() { sn.Cancel() })
-}
-
 // usableLocked reports why no new send may start, if one may not.
 func (s *session) usableLocked() error {
-	switch {
-	case s.phase != sessionOpen:
-		return fmt.Errorf("terminal-bash: session %s: %w", s.id, termapi.ErrSessionClosing)
-	case s.shell >= shellReaped:
-		return fmt.Errorf("terminal-bash: session %s: %w (%s)", s.id, termapi.ErrSessionExited, s.status)
-	}
-	return nil
+	return s.Unusable(s.phase != sessionOpen, s.shell >= shellReaped)
 }
 
-// busyLocked says what keeps a send in the slot.
+// busyLocked says what keeps a send in the slot; empty for no send.
 func (sn *send) busyLocked() string {
 	switch {
+	case sn == nil:
+		return ""
 	case !sn.Settled():
 		return "a send is live"
 	case sn.writing || sn.cmdWriting:
@@ -336,18 +275,6 @@ func (sn *send) busyLocked() string {
 	default:
 		return "draining the previous send's interrupt"
 	}
-}
-
-// Read returns a page of scrollback, counted back from the newest line.
-func (s *session) Read(req termapi.ReadRequest) (termapi.ReadResult, error) {
-	s.mu.Lock()
-	s.syncPartialLocked()
-	res, err := backendkit.ReadPage(s.scroll, req, s.cfg.maxRead)
-	s.mu.Unlock()
-	if err != nil {
-		return res, fmt.Errorf("terminal-bash: session %s: %w", s.id, err)
-	}
-	return res, nil
 }
 
 // signals are the signals a caller may send to the foreground group.
@@ -363,10 +290,10 @@ var signals = map[termapi.Signal]unix.Signal{
 func (s *session) Signal(ctx context.Context, sig termapi.Signal) (termapi.SignalResult, error) {
 	usig, ok := signals[sig]
 	if !ok {
-		return termapi.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w: %q", s.id, termapi.ErrUnsupportedSignal, sig)
+		return termapi.SignalResult{}, s.Errorf("%w: %q", termapi.ErrUnsupportedSignal, sig)
 	}
 	if err := ctx.Err(); err != nil {
-		return termapi.SignalResult{}, fmt.Errorf("terminal-bash: session %s: signal: %w", s.id, context.Cause(ctx))
+		return termapi.SignalResult{}, s.Errorf("signal: %w", context.Cause(ctx))
 	}
 	s.mu.Lock()
 	err := s.usableLocked()
@@ -381,10 +308,10 @@ func (s *session) Signal(ctx context.Context, sig termapi.Signal) (termapi.Signa
 	}
 	pgid, err := s.term.foreground()
 	if err != nil {
-		return termapi.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w: %v", s.id, termapi.ErrNoForeground, err)
+		return termapi.SignalResult{}, s.Errorf("%w: %v", termapi.ErrNoForeground, err)
 	}
 	if usig == unix.SIGKILL && pgid == s.pid {
-		return termapi.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w", s.id, termapi.ErrRefuseKillShell)
+		return termapi.SignalResult{}, s.Errorf("%w", termapi.ErrRefuseKillShell)
 	}
 	s.mu.Lock()
 	s.boundaryLocked(time.Now())
@@ -392,7 +319,7 @@ func (s *session) Signal(ctx context.Context, sig termapi.Signal) (termapi.Signa
 	s.armLocked()
 	s.mu.Unlock()
 	if err := s.signalGroup(pgid, usig); err != nil {
-		return termapi.SignalResult{}, fmt.Errorf("terminal-bash: session %s: %w", s.id, err)
+		return termapi.SignalResult{}, s.Errorf("%w", err)
 	}
 	return termapi.SignalResult{TargetPGID: pgid}, nil
 }

@@ -14,12 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal/screen"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 func TestStatePersistsAcrossSends(t *testing.T) {

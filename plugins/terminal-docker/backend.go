@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
@@ -25,6 +23,7 @@ import (
 	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Errors that callers branch on.
@@ -143,20 +142,20 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 		return nil, err
 	}
 	o := inband.Options{
-		ID:       spec.SessionID,
+		ID:         spec.SessionID,
 		OwnerID:    spec.OwnerID,
 		Name:       spec.Name,
 		Attachable: true,
-		Limits:   b.limits(),
-		Prefix:   "terminal-docker",
-		Where:    "container " + shortID(link.container),
-		StartErr: ErrShell,
-		Echoes:   true,
-		Idle:     time.Duration(b.cfg.IdleSilenceMs) * time.Millisecond,
-		Timeout:  time.Duration(b.cfg.TimeoutMs) * time.Millisecond,
-		PID:      link.shell.PID,
-		Log:      b.log.With("session", spec.SessionID, "container", shortID(link.container)),
-		Forget:   b.sessions.Remove,
+		Limits:     b.limits(),
+		Prefix:     "terminal-docker",
+		Where:      "container " + shortID(link.container),
+		StartErr:   ErrShell,
+		Echoes:     true,
+		Idle:       time.Duration(b.cfg.IdleSilenceMs) * time.Millisecond,
+		Timeout:    time.Duration(b.cfg.TimeoutMs) * time.Millisecond,
+		PID:        link.shell.PID,
+		Log:        b.log.With("session", spec.SessionID, "container", shortID(link.container)),
+		Forget:     b.sessions.Remove,
 	}
 	if link.shell.PID != 0 {
 		o.WaitingForInput = link.waitingForInput

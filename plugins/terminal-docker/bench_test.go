@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/plugins/terminal-docker/dockertest"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // BenchmarkExecTrue measures one command round trip through a container

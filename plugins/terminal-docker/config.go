@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/dshdev/dsh/config"
-
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/go-units"
+
+	"github.com/dshdev/dsh/config"
 )
 
 // Config configures the docker backend. Exactly one of Image and Container

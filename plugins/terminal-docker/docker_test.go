@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/dshdev/dsh/plugins/terminal-docker/dockertest"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 

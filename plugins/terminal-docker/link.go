@@ -9,14 +9,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/proc"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // execLink is a shell started by an exec with a TTY, attached over the

@@ -7,14 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"go.uber.org/goleak"
 
 	"github.com/dshdev/dsh/plugins/terminal-docker/dockertest"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 

@@ -8,12 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"golang.org/x/crypto/ssh"
 
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Type is the backend type sessions are spawned under.
@@ -103,17 +102,17 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 		dir = spec.Cwd
 	}
 	s, err := inband.Start(ctx, link, dir, inband.Options{
-		ID:       spec.SessionID,
+		ID:         spec.SessionID,
 		OwnerID:    spec.OwnerID,
 		Name:       spec.Name,
 		Attachable: true,
-		Prefix:   "terminal-ssh",
-		Where:    b.cfg.addr(),
-		StartErr: ErrRemoteShell,
-		Idle:     ms(b.cfg.IdleSilenceMs),
-		Timeout:  ms(b.cfg.TimeoutMs),
-		Log:      b.log.With("session", spec.SessionID),
-		Forget:   b.sessions.Remove,
+		Prefix:     "terminal-ssh",
+		Where:      b.cfg.addr(),
+		StartErr:   ErrRemoteShell,
+		Idle:       ms(b.cfg.IdleSilenceMs),
+		Timeout:    ms(b.cfg.TimeoutMs),
+		Log:        b.log.With("session", spec.SessionID),
+		Forget:     b.sessions.Remove,
 	})
 	if err != nil {
 		return nil, err

@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/plugins/terminal/inband"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Close during a command, from several goroutines at once: every call

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 

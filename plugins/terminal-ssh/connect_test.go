@@ -12,11 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"go.uber.org/goleak"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Connecting fails precisely, with nothing left behind: the host key is

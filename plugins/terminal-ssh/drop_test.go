@@ -9,9 +9,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"go.uber.org/goleak"
+
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // A connection that dies is the shell's exit: the live send settles as

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"golang.org/x/crypto/ssh"
+
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // sshLink is a remote shell on the PTY of an SSH session, with the

@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
-
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
 
 	"go.uber.org/goleak"
 
 	"github.com/dshdev/dsh/plugins/terminal/inband"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
@@ -45,9 +43,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// waitLong bounds every wait in these tests. It is generous: it only turns
-// a hang into a clear failure and never decides a result.
-const waitLong = 30 * time.Second
+const waitLong = terminaltest.WaitLong
 
 // testConfig is the shared server's config with the silence bound out of
 // reach, so only markers settle a send quickly.

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // How the backend answers once a pending spawn has been aborted.

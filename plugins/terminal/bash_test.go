@@ -13,11 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
 	_ "github.com/dshdev/dsh/plugins/terminal-bash/plugin" // registers the "terminal-bash" plugin
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // loadBash loads the real plugins, terminal and terminal-bash, from the

@@ -10,10 +10,9 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 var errClose = errors.New("close failed")

@@ -9,9 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Close reasons the service passes to Session.Close.

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // lookupLocked finds a session of owner: one whose owner has the same key

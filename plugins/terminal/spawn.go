@@ -8,9 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // SpawnRequest is what a caller asks Spawn for.

@@ -8,12 +8,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"go.uber.org/goleak"
 
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

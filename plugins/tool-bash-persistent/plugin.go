@@ -11,11 +11,10 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/internal/private"
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // PluginName is the plugin's registered name.

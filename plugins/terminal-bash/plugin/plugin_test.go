@@ -9,17 +9,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
-
-	"github.com/dshdev/dsh/plugins/terminal-bash/plugin"
-
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
 
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal"
+	"github.com/dshdev/dsh/plugins/terminal-bash/plugin"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
 // loadHost loads terminal, terminal-bash (with the given config lines) and
@@ -116,9 +114,7 @@ func TestPluginConfigErrors(t *testing.T) {
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// waitLong bounds every wait in these tests. It is generous: it only turns
-// a hang into a clear failure and never decides a result.
-const waitLong = 30 * time.Second
+const waitLong = terminaltest.WaitLong
 
 // reportedPID is the process whose pid is the last number on a line of
 // viewport.

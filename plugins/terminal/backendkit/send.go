@@ -5,9 +5,8 @@ import (
 	"io"
 	"sync"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/plugins/terminal/screen"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Send is what a backend's send shares with every other: the lines it has
@@ -139,4 +138,36 @@ func (k *Send) Settle(res termapi.SendResult) bool {
 		k.stopWatch()
 	}
 	return true
+}
+
+// Slot is a session's one-send rule, over the engine's own send type S
+// (which embeds Send): the send that holds the slot, from its start until
+// it has settled and its input is drained, and the live send, which
+// receives the output. It is guarded by its session's lock.
+type Slot[S interface {
+	comparable
+	Base() *Send
+}] struct {
+	// Holder holds the slot: no other send starts while it is set.
+	Holder S
+	// Live receives output and is judged for readiness; it is cleared
+	// when it settles, which may be before the slot is free.
+	Live S
+}
+
+// Take starts sn: it holds the slot, receives the output from now on, and
+// starts with the lines on scr that no send has claimed yet.
+func (sl *Slot[S]) Take(sn S, scr *Screen) {
+	scr.Claim(sn.Base())
+	sl.Holder, sl.Live = sn, sn
+}
+
+// LiveSend is the live send's Send, or nil between sends: where committed
+// lines go (Screen.Keep).
+func (sl *Slot[S]) LiveSend() *Send {
+	var none S
+	if sl.Live == none {
+		return nil
+	}
+	return sl.Live.Base()
 }

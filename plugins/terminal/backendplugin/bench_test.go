@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 

@@ -13,12 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // ErrPluginExited reports that the plugin process is gone: it crashed, was

@@ -12,11 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 const waitLong = 30 * time.Second

@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // sentinels are the terminal errors callers branch on, by the name they

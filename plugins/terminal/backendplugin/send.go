@@ -8,12 +8,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"google.golang.org/grpc"
 
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
 	"github.com/dshdev/dsh/plugins/terminal/screen"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // send is a send in flight in the plugin. One goroutine receives its

@@ -8,11 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"google.golang.org/grpc"
 
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // NewBackend builds a backend from the config of its deployment entry, a

@@ -7,9 +7,8 @@ import (
 	"io"
 	"sync"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // pluginGone is the status of a session whose plugin process is gone: the

@@ -71,7 +71,7 @@ func (s *Session) tickLocked(now time.Time) (time.Time, *send) {
 // the send whose stdin proof is due now. While the read loop holds the
 // terminal back for the caller, the terminal is not silent.
 func (s *Session) timeSendLocked(now time.Time) (time.Time, *send) {
-	sn := s.live
+	sn := s.Live
 	if sn == nil || sn.Settled() {
 		return time.Time{}, nil
 	}
@@ -135,7 +135,7 @@ func (s *Session) prove(sn *send) {
 		s.log.Debug("the stdin proof failed", "err", err)
 		return
 	}
-	if waiting && s.live == sn && !sn.Settled() && s.lastOutput.Equal(before) && !s.paused {
+	if waiting && s.Live == sn && !sn.Settled() && s.lastOutput.Equal(before) && !s.paused {
 		s.settleLocked(sn, termapi.WaitStdinRead)
 	}
 }

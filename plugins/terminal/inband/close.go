@@ -2,7 +2,6 @@ package inband
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
@@ -23,7 +22,7 @@ func (s *Session) Close(ctx context.Context, reason string) error {
 		if !s.status.Exited {
 			s.status = termapi.Status{Exited: true, ExitCode: -1, Signal: "SIGHUP"}
 		}
-		if sn := s.live; sn != nil {
+		if sn := s.Live; sn != nil {
 			s.settleLocked(sn, termapi.WaitSessionExit)
 		}
 		s.mu.Unlock()
@@ -35,7 +34,7 @@ func (s *Session) Close(ctx context.Context, reason string) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return fmt.Errorf("%s: close: %w", s.who, context.Cause(ctx))
+			return s.Errorf("close: %w", context.Cause(ctx))
 		}
 	}
 	s.mu.Lock()

@@ -2,13 +2,11 @@ package inband
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
+	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/screen"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // command is the command of one Exec, from the moment its line is queued
@@ -58,39 +56,27 @@ const maxPreBytes = 64 << 10
 
 // Exec runs a command through the shell protocol. See termapi.Executor.
 func (s *Session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Send, error) {
-	switch {
-	case req.Command == "":
-		return nil, fmt.Errorf("%s: exec: empty command", s.who)
-	case strings.IndexByte(req.Command, 0) >= 0:
-		return nil, fmt.Errorf("%s: exec: the command contains a NUL byte", s.who)
-	case ctx.Err() != nil:
-		return nil, fmt.Errorf("%s: exec not started: %w", s.who, context.Cause(ctx))
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.startableLocked(); err != nil {
+	if err := s.ExecGate(ctx, req, s.usableLocked(), s.Holder.busyLocked(), s.idle && s.cur == nil); err != nil {
 		return nil, err
 	}
-	if !s.idle || s.cur != nil {
-		return nil, fmt.Errorf("%s: %w", s.who, termapi.ErrShellBusy)
-	}
 	now := time.Now()
-	sn := newSend(s, req.Stream, now.Add(s.timeout(req.Timeout)))
 	c := &command{
-		nonce:   newNonce(),
+		nonce:   backendkit.Nonce(),
 		res:     termapi.ExecResult{State: termapi.ExecPending, ExitCode: -1},
 		notices: screen.NewPending(MaxReadBytes, false),
 	}
-	c.res.Background = s.unclaimed.Take() + s.breakLineLocked()
-	c.res.BackgroundTruncated = s.unclaimed.TakeDropped()
-	sn.cmd, sn.exec = c, true
-	s.cur, s.slot, s.live, s.idle = c, sn, sn, false
+	c.res.Background, c.res.BackgroundTruncated = s.Scr.Background()
+	sn := newSend(s, req.Stream, s.Deadline(now, req.Timeout), c)
+	sn.exec = true
+	s.cur, s.Holder, s.Live, s.idle = c, sn, sn, false
 	s.lastOutput = now
 	s.resetProbeLocked(now)
 	c.typed = appendCommandLines(nil, req.Command, c.nonce, s.echoing)
 	s.echoing = false
 	s.enqueueLocked(&writeJob{sn: sn, cmd: c, data: c.typed})
-	s.watchLocked(ctx, sn)
+	sn.Watch(ctx, func() { sn.Cancel() })
 	s.kickClock()
 	return sn, nil
 }
@@ -116,19 +102,9 @@ func (s *Session) execResultLocked(sn *send) *termapi.ExecResult {
 	return &res
 }
 
-// breakLineLocked ends the line the terminal is writing, if any: it goes to
-// the scrollback as a line of its own and is returned with its newline.
-func (s *Session) breakLineLocked() string {
-	line := s.render.Break(nil)
-	if len(line) == 0 {
-		return ""
-	}
-	if s.ready {
-		s.scroll.Append(line)
-		s.partialStale = true
-	}
-	return string(line)
-}
+// breakLineLocked ends the line the terminal is writing, if any (see
+// backendkit.Screen.Break).
+func (s *Session) breakLineLocked() string { return s.Scr.Break() }
 
 // releasePreLocked renders what the terminal showed before the shell took
 // c's line, without the echo of that line.

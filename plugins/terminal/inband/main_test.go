@@ -12,21 +12,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/backendkit"
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/creack/pty"
-	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
+	"github.com/dshdev/dsh/plugins/terminal/backendkit"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { terminaltest.Main(m) }
 
-// waitLong bounds every wait in these tests. It only turns a hang into a
-// clear failure and never decides a result.
-const waitLong = 30 * time.Second
+const waitLong = terminaltest.WaitLong
 
 // ptyLink is a local bash on a PTY: the far end of the protocol without a
 // network in between, as real as the remote ones.

@@ -2,8 +2,6 @@ package inband
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"strconv"
 	"strings"
 )
@@ -73,14 +71,6 @@ func parseMarker(p []byte) (marker, bool) {
 		return marker{}, false
 	}
 	return m, true
-}
-
-// newNonce returns 64 random bits in hex: a command's nonce, typed on its
-// line and nowhere else, or a session's prompt token.
-func newNonce() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
-	return hex.EncodeToString(b[:])
 }
 
 // Typed lines call the plumbing through quoted words (\__dsh_b), so no

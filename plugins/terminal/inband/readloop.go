@@ -39,7 +39,7 @@ func (s *Session) readLoop() {
 		s.releasePreLocked(c)
 	}
 	s.endOutputLocked()
-	s.raw.End()
+	s.Scr.Raw.End()
 	s.mu.Unlock()
 	// The exit status arrives with the channel's close, after the output.
 	select {
@@ -82,7 +82,7 @@ func (s *Session) finishExitLocked() {
 		// run it twice.
 		c.res.State = termapi.ExecRunning
 	}
-	if sn := s.live; sn != nil {
+	if sn := s.Live; sn != nil {
 		s.settleLocked(sn, termapi.WaitSessionExit)
 	}
 }
@@ -110,50 +110,37 @@ func (s *Session) outputLocked(p []byte) {
 // isVisible reports whether r is more than a line break.
 func isVisible(r rune) bool { return r != '\r' && r != '\n' }
 
-// renderRawLocked renders terminal bytes, and keeps them for Output once
-// the shell is ready (what came before is the login's and the plumbing's).
+// renderRawLocked renders terminal bytes. Before the first prompt they are
+// the login's and the plumbing's, not the session's: they are only kept,
+// in the startup tail, to explain a start that fails.
 func (s *Session) renderRawLocked(p []byte) {
-	if s.ready {
-		s.raw.Write(p)
+	if !s.ready {
+		s.startTail.Append(s.Scr.Render.Write(p))
+		return
 	}
-	s.deliverLocked(s.render.Write(p))
+	s.deliverLocked(s.Scr.Write(p))
 }
 
-// deliverLocked hands on the lines the renderer committed: before the first
-// prompt to the startup tail only; then to the scrollback and to whoever
-// they belong to (the ended command's notices, the live send, or the next
-// send).
+// deliverLocked hands on the lines the renderer committed: to the
+// scrollback, and to whoever they belong to (the ended command's notices,
+// the live send, or the next send).
 func (s *Session) deliverLocked(lines []byte) {
-	s.partialStale = true
-	switch {
-	case len(lines) == 0:
-	case !s.ready:
-		s.startTail.Append(lines)
-	default:
-		s.scroll.Append(lines)
-		if c := s.cur; c != nil && c.ended && !c.over {
-			c.notices.Append(lines)
-		} else if sn := s.live; sn != nil {
-			sn.Deliver(lines)
-		} else {
-			s.unclaimed.Append(lines)
-		}
+	if c := s.cur; c != nil && c.ended && !c.over && len(lines) > 0 {
+		s.Scr.Scroll.Append(lines)
+		c.notices.Append(lines)
+		return
 	}
+	s.Scr.Keep(lines, s.LiveSend())
 }
 
 // endOutputLocked ends what a command printed: an escape or UTF-8 sequence
 // it left unfinished is ended here, so it cannot swallow what comes next.
 func (s *Session) endOutputLocked() {
-	s.deliverLocked(s.render.Flush())
-}
-
-// syncPartialLocked brings the scrollback's partial line up to date. It is
-// done on demand rather than per chunk, since it costs an allocation.
-func (s *Session) syncPartialLocked() {
-	if s.partialStale && s.ready {
-		s.scroll.SetPartial(s.render.Partial())
+	if !s.ready {
+		s.startTail.Append(s.Scr.Render.Flush())
+		return
 	}
-	s.partialStale = false
+	s.deliverLocked(s.Scr.Flush())
 }
 
 // markerLocked acts on one marker. Begin and end markers count only with
@@ -203,9 +190,9 @@ func (s *Session) promptLocked(status int) {
 		// What ran before is the login's and the plumbing's, not the
 		// session's: the session starts on a clean line.
 		s.endOutputLocked()
-		s.render.Break(nil)
+		s.Scr.Render.Break(nil)
 		s.ready, s.idle = true, true
-		if sn := s.live; sn != nil && sn.startup {
+		if sn := s.Live; sn != nil && sn.startup {
 			sn.atPrompt = true
 			s.settleLocked(sn, termapi.WaitStdinRead)
 		}
@@ -228,7 +215,7 @@ func (s *Session) promptLocked(status int) {
 		c.res.Notices = c.notices.Take()
 	}
 	s.idle = true
-	if sn := s.live; sn != nil && !sn.startup {
+	if sn := s.Live; sn != nil && !sn.startup {
 		sn.atPrompt = true
 		s.settleLocked(sn, termapi.WaitStdinRead)
 	}
@@ -239,7 +226,7 @@ func (s *Session) settleLocked(sn *send, reason termapi.WaitReason) {
 	if sn.Settled() {
 		return
 	}
-	partial := s.render.Partial()
+	partial := s.Scr.Render.Partial()
 	if c := sn.cmd; c != nil && c.ended {
 		partial = c.partial
 	}
@@ -250,16 +237,16 @@ func (s *Session) settleLocked(sn *send, reason termapi.WaitReason) {
 		s.answeredLocked(sn)
 	}
 	sn.Settle(res)
-	if s.live == sn {
-		s.live = nil
+	if s.Live == sn {
+		s.Live = nil
 	}
 	s.releaseLocked(sn)
 }
 
 // releaseLocked frees the slot once sn has settled and its writes are over.
 func (s *Session) releaseLocked(sn *send) {
-	if s.slot == sn && sn.Settled() && sn.writes == 0 {
-		s.slot = nil
+	if s.Holder == sn && sn.Settled() && sn.writes == 0 {
+		s.Holder = nil
 	}
 }
 
@@ -270,7 +257,7 @@ func (s *Session) releaseLocked(sn *send) {
 func (s *Session) holdBack() {
 	for {
 		s.mu.Lock()
-		sn := s.live
+		sn := s.Live
 		if sn == nil || !sn.Stream() || sn.Out.Len() <= MaxReadBytes {
 			s.paused = false
 			s.mu.Unlock()

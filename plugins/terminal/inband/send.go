@@ -3,9 +3,8 @@ package inband
 import (
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // send is one send in flight. The fields from Send on are guarded by s.mu;
@@ -31,10 +30,24 @@ type send struct {
 	writes   int  // jobs of this send the writer has not finished
 }
 
-func newSend(s *Session, stream bool, deadline time.Time) *send {
-	sn := &send{s: s, deadline: deadline}
+func newSend(s *Session, stream bool, deadline time.Time, cmd *command) *send {
+	sn := &send{s: s, deadline: deadline, cmd: cmd}
 	sn.Init(&s.mu, s.resume, MaxReadBytes, stream)
 	return sn
+}
+
+// Base is the send's state that every engine keeps (backendkit.Slot).
+func (sn *send) Base() *backendkit.Send { return &sn.Send }
+
+// busyLocked says what keeps a send in the slot; empty for no send.
+func (sn *send) busyLocked() string {
+	switch {
+	case sn == nil:
+		return ""
+	case sn.Settled():
+		return "the previous send's input is still being written"
+	}
+	return "a send is live"
 }
 
 // Cancel interrupts the foreground process group by typing ^C, after

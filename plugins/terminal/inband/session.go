@@ -2,16 +2,14 @@ package inband
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/screen"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // The bounds on what a session keeps, as the shell backend's defaults.
@@ -95,7 +93,7 @@ type Options struct {
 }
 
 // Session is one bash at the far end of a Link, driven by the in-band
-// protocol. It implements termapi.Session and termapi.Executor. See the
+// protocol. It implements termapi.Session. See the
 // package documentation for the model; the invariants are:
 //   - only the read loop reads the terminal, and it renders and acts on
 //     what it read under mu, so output and markers are handled in stream
@@ -106,7 +104,6 @@ type Options struct {
 //     and its writes are over.
 type Session struct {
 	id   string
-	who  string // the prefix of error messages: "terminal-ssh: session pty-1"
 	opts Options
 	log  *slog.Logger
 	link Link
@@ -125,23 +122,22 @@ type Session struct {
 	closeOnce sync.Once
 	linkOnce  sync.Once
 
-	mu           sync.Mutex
-	scan         scanner
-	render       *screen.Renderer
-	raw          *backendkit.Raw
-	scroll       *screen.Scrollback
-	partialStale bool           // the scrollback's partial line lags behind render
-	startTail    screen.Pending // output before the first prompt, for errors
-	ready        bool           // the first prompt was seen
-	status       termapi.Status
-	waitStatus   termapi.Status // how the link said the shell ended, once it did
-	exited       bool           // the end has been processed
-	closing      bool
-	closed       bool
-	slot         *send // holds the one-send slot
-	live         *send // receives output and is settled by markers and time
-	unclaimed    screen.Pending
-	cur          *command // the last Exec's command, until a send reported its end
+	// Core has the screen and the methods that are the same on every
+	// engine; it is guarded by mu.
+	backendkit.Core
+	mu         sync.Mutex
+	scan       scanner
+	startTail  screen.Pending // output before the first prompt, for errors
+	ready      bool           // the first prompt was seen
+	status     termapi.Status
+	waitStatus termapi.Status // how the link said the shell ended, once it did
+	exited     bool           // the end has been processed
+	closing    bool
+	closed     bool
+	// Slot holds the one-send slot (Holder) and the send that receives
+	// output and is settled by markers and time (Live).
+	backendkit.Slot[*send]
+	cur *command // the last Exec's command, until a send reported its end
 	// idle: the shell is at its prompt and nothing was typed or signalled
 	// since.
 	idle bool
@@ -176,11 +172,10 @@ func newSession(link Link, o Options) *Session {
 	}
 	s := &Session{
 		id:        o.ID,
-		who:       o.Prefix + ": session " + o.ID,
 		opts:      o,
 		log:       o.Log,
 		link:      link,
-		token:     newNonce(),
+		token:     backendkit.Nonce(),
 		quit:      make(chan struct{}),
 		kick:      make(chan struct{}, 1),
 		wake:      make(chan struct{}, 1),
@@ -189,13 +184,16 @@ func newSession(link Link, o Options) *Session {
 		waitDone:  make(chan struct{}),
 		clockDone: make(chan struct{}),
 		writeDone: make(chan struct{}),
-		render:    screen.NewRenderer(MaxReadBytes),
-		raw:       backendkit.NewRaw(backendkit.DefaultRawWindow),
-		scroll:    screen.NewScrollback(scrollbackLines, scrollbackBytes),
 		startTail: screen.NewPending(startTailBytes, false),
 		status:    termapi.Running,
-		unclaimed: screen.NewPending(MaxReadBytes, false),
 	}
+	s.Init(&s.mu, &s.status, backendkit.CoreConfig{
+		Who:         o.Prefix + ": session " + o.ID,
+		MaxRead:     MaxReadBytes,
+		ScrollLines: scrollbackLines,
+		ScrollBytes: scrollbackBytes,
+		Timeout:     o.Timeout,
+	})
 	return s
 }
 
@@ -246,58 +244,25 @@ func (s *Session) Info() termapi.Info {
 	return termapi.Info{ID: s.id, OwnerID: s.opts.OwnerID, Name: s.opts.Name, PID: s.opts.PID, Status: s.Status(), Capabilities: s.Capabilities()}
 }
 
-// Output returns the terminal's raw output from position from on.
-func (s *Session) Output(ctx context.Context, from int64) (termapi.Chunk, error) {
-	return s.raw.Read(ctx, from)
-}
-
 // Resize sets the size of the far terminal.
 func (s *Session) Resize(_ context.Context, size termapi.Size) error {
-	if err := size.Validate(); err != nil {
-		return fmt.Errorf("%s: %w", s.who, err)
-	}
-	s.mu.Lock()
-	err := s.usableLocked()
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if err := s.link.Resize(size); err != nil {
-		return fmt.Errorf("%s: resize: %w", s.who, err)
-	}
-	return nil
-}
-
-// Status reports whether the remote shell is still running.
-func (s *Session) Status() termapi.Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.status
+	return s.ResizeWith(size, s.usableLocked, s.link.Resize)
 }
 
 // StartSend types the text and starts waiting for the terminal to settle.
 // See termapi.Session.
 func (s *Session) StartSend(ctx context.Context, req termapi.SendRequest) (termapi.Send, error) {
-	if ctx.Err() != nil {
-		return nil, fmt.Errorf("%s: send not started: %w", s.who, context.Cause(ctx))
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.startableLocked(); err != nil {
+	if err := s.Gate(ctx, s.usableLocked(), s.Holder.busyLocked()); err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	sn := newSend(s, req.Stream, now.Add(s.timeout(req.Timeout)))
-	sn.cmd = s.cur
-	s.unclaimed.MoveTo(&sn.Out)
-	s.slot, s.live = sn, sn
+	sn := newSend(s, req.Stream, s.Deadline(now, req.Timeout), s.cur)
+	s.Take(sn, s.Scr)
 	s.lastOutput = now
 	s.resetProbeLocked(now)
-	text := []byte(req.Text)
-	if req.Submit {
-		text = append(text, '\r')
-	}
-	if len(text) > 0 {
+	if text := backendkit.Input(req); len(text) > 0 {
 		s.idle = false
 		s.enqueueLocked(&writeJob{sn: sn, data: text})
 	} else if c := s.cur; (c != nil && c.over) || (c == nil && s.idle) {
@@ -306,60 +271,14 @@ func (s *Session) StartSend(ctx context.Context, req termapi.SendRequest) (terma
 		sn.atPrompt = true
 		s.settleLocked(sn, termapi.WaitStdinRead)
 	}
-	s.watchLocked(ctx, sn)
+	sn.Watch(ctx, func() { sn.Cancel() })
 	s.kickClock()
 	return sn, nil
 }
 
-// startableLocked reports why no send may start now, if one may not.
-func (s *Session) startableLocked() error {
-	if err := s.usableLocked(); err != nil {
-		return err
-	}
-	if sn := s.slot; sn != nil {
-		why := "a send is live"
-		if sn.Settled() {
-			why = "the previous send's input is still being written"
-		}
-		return fmt.Errorf("%s: %w (%s)", s.who, termapi.ErrSendActive, why)
-	}
-	return nil
-}
-
 // usableLocked reports why nothing new may start, if it may not.
 func (s *Session) usableLocked() error {
-	switch {
-	case s.closing || s.closed:
-		return fmt.Errorf("%s: %w", s.who, termapi.ErrSessionClosing)
-	case s.exited:
-		return fmt.Errorf("%s: %w (%s)", s.who, termapi.ErrSessionExited, s.status)
-	}
-	return nil
-}
-
-// timeout is a send's bound: its own, or the configured one.
-func (s *Session) timeout(d time.Duration) time.Duration {
-	if d <= 0 {
-		return s.opts.Timeout
-	}
-	return d
-}
-
-// watchLocked cancels sn when ctx ends before it settles.
-func (s *Session) watchLocked(ctx context.Context, sn *send) {
-	sn.Watch(ctx, func() { sn.Cancel() })
-}
-
-// Read returns a page of scrollback, counted back from the newest line.
-func (s *Session) Read(req termapi.ReadRequest) (termapi.ReadResult, error) {
-	s.mu.Lock()
-	s.syncPartialLocked()
-	res, err := backendkit.ReadPage(s.scroll, req, MaxReadBytes)
-	s.mu.Unlock()
-	if err != nil {
-		return res, fmt.Errorf("%s: %w", s.who, err)
-	}
-	return res, nil
+	return s.Unusable(s.closing || s.closed, s.exited)
 }
 
 var _ termapi.Session = (*Session)(nil)

@@ -2,7 +2,6 @@ package inband
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
@@ -33,13 +32,13 @@ func (s *Session) Signal(ctx context.Context, sig termapi.Signal) (termapi.Signa
 	char, ok := signalChars[sig]
 	switch {
 	case sig == termapi.SIGKILL:
-		return termapi.SignalResult{}, fmt.Errorf("%s: %w (the far end does not say whether the shell itself is in the foreground)", s.who, termapi.ErrRefuseKillShell)
+		return termapi.SignalResult{}, s.Errorf("%w (the far end does not say whether the shell itself is in the foreground)", termapi.ErrRefuseKillShell)
 	case !ok && (sig == termapi.SIGTERM || sig == termapi.SIGHUP):
-		return termapi.SignalResult{}, fmt.Errorf("%s: %w: %s has no terminal character, and the foreground process group cannot be reached otherwise", s.who, termapi.ErrUnsupportedSignal, sig)
+		return termapi.SignalResult{}, s.Errorf("%w: %s has no terminal character, and the foreground process group cannot be reached otherwise", termapi.ErrUnsupportedSignal, sig)
 	case !ok:
-		return termapi.SignalResult{}, fmt.Errorf("%s: %w: %q", s.who, termapi.ErrUnsupportedSignal, sig)
+		return termapi.SignalResult{}, s.Errorf("%w: %q", termapi.ErrUnsupportedSignal, sig)
 	case ctx.Err() != nil:
-		return termapi.SignalResult{}, fmt.Errorf("%s: signal: %w", s.who, context.Cause(ctx))
+		return termapi.SignalResult{}, s.Errorf("signal: %w", context.Cause(ctx))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -37,9 +37,9 @@ func Start(ctx context.Context, link Link, dir string, o Options) (*Session, err
 // awaitStartup types the plumbing and waits for the shell's first prompt.
 func (s *Session) awaitStartup(ctx context.Context, dir string) error {
 	s.mu.Lock()
-	sn := newSend(s, false, time.Now().Add(s.opts.Timeout))
+	sn := newSend(s, false, s.Deadline(time.Now(), 0), nil)
 	sn.startup = true
-	s.slot, s.live = sn, sn
+	s.Holder, s.Live = sn, sn
 	// The startup job holds no slot: the first prompt proves it written.
 	s.enqueueLocked(&writeJob{data: appendStartup(nil, s.token, dir, s.opts.Echoes)})
 	s.kickClock()
@@ -54,7 +54,7 @@ func (s *Session) awaitStartup(ctx context.Context, dir string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	res := sn.Result()
-	tail := strings.TrimSpace(s.startTail.Take() + s.render.Partial())
+	tail := strings.TrimSpace(s.startTail.Take() + s.Scr.Render.Partial())
 	switch {
 	case res.Reason == termapi.WaitStdinRead:
 		return nil

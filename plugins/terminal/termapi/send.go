@@ -195,4 +195,3 @@ const (
 type SignalResult struct {
 	TargetPGID int
 }
-

@@ -91,7 +91,7 @@ type Chunk struct {
 	// Pos is the position of Data's first byte. It is after the position
 	// asked for when the bytes between were dropped from the session's
 	// window.
-	Pos int64
+	Pos  int64
 	Data []byte
 }
 

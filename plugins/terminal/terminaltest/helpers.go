@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
@@ -112,3 +114,13 @@ func CountLines(t testing.TB, ctx context.Context, s termapi.Session, command st
 	}
 	return lines
 }
+
+// WaitLong is how long a backend's own tests wait for any one thing that
+// must happen. It is generous: it only turns a hang into a clear failure
+// and never decides a result.
+const WaitLong = 30 * time.Second
+
+// Main runs a backend's test package and then fails it if any goroutine
+// the tests started is still running: a backend must leave nothing
+// behind. Use it as the package's TestMain.
+func Main(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -24,9 +24,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"go.uber.org/goleak"
+
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Options describes the terminal the backend runs, in terms the kit needs.

@@ -9,10 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dshdev/dsh/plugins/terminal/termapi"
-
 	"go.uber.org/goleak"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
