@@ -36,8 +36,10 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// version is set at build time with -ldflags "-X main.version=..."; otherwise
-// the module version from the build info is used.
+// version is set at build time with
+// -ldflags "-X github.com/dshdev/dsh/cmd.version=v1.2.3" (the variable is
+// this package's, not main's; TestVersionFromLinker builds with it);
+// otherwise the module version from the build info is used.
 var version = ""
 
 // globals are the flags every command shares.

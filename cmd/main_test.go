@@ -200,3 +200,20 @@ func TestNonLinuxBuildSaysWhy(t *testing.T) {
 		t.Fatalf("darwin build output:\n%s", out)
 	}
 }
+
+// TestVersionFromLinker: the -X instruction the comment on version gives
+// sets what `dsh version` prints.
+func TestVersionFromLinker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds dsh")
+	}
+	bin := filepath.Join(t.TempDir(), "dsh")
+	build := exec.Command("go", "build", "-ldflags", "-X github.com/dshdev/dsh/cmd.version=v9.8.7-linker", "-o", bin, "./dsh")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "v9.8.7-linker") {
+		t.Fatalf("dsh version = %q, %v; want the version the linker set", out, err)
+	}
+}
