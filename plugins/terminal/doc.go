@@ -1,23 +1,25 @@
 // Package terminal is the `terminals` service: owner-fenced terminal
-// sessions over named backends, and the Backend interface those backends
-// implement (plugin "terminal", service key "terminals"). The conformance kit
-// every backend must pass lives in the terminaltest subpackage.
+// sessions over named backends (plugin "terminal", service key
+// "terminals"). The contract those backends implement is package termapi;
+// the conformance kit every backend must pass is terminaltest. The plugin
+// also loads backends served as executables of their own (LoadExternal).
 //
 // # Authority
 //
 // The service, not the caller, decides what a caller may touch.
 //
-//   - Ids. Every session gets an opaque id, "pty-<n>" from a per-service
-//     counter, minted before the backend starts, so a failed or aborted spawn
-//     still uses up its number. Callers must not parse ids. A session's name is
-//     optional display metadata, unique among one owner's published and
-//     pending sessions, and never grants anything.
-//   - Owner fencing. Every operation names its owner, the very *host.Owner
-//     object that spawned the session. A session id held by a different owner
-//     (even one with the same owner id, created after the first closed) is
-//     treated exactly like an id that does not exist: both fail with
-//     ErrNoSession and the same text, so nothing about other owners' sessions
-//     leaks. Spawn and StartSend, which start work, also require the owner to
+//   - Ids. Every session gets an opaque id, "pty-" and 16 random
+//     characters, minted before the backend starts: no id is ever used
+//     twice, not by a failed spawn, not by a later dsh. Callers must not
+//     parse ids. A session's name is optional display metadata, unique among
+//     one owner's published and pending sessions, and never grants anything.
+//   - Owner fencing. Every operation names its owner, and the fence compares
+//     the owner's key (its id), which can outlive one owner object: an owner
+//     with the same key reaches the session, until the first owner's
+//     disposal has begun, after which its sessions are its own alone. A
+//     session id held by a different owner is treated exactly like an id
+//     that does not exist: both fail with ErrNoSession and the same text, so
+//     nothing about other owners' sessions leaks. Spawn and StartSend, which start work, also require the owner to
 //     be live (ErrOwnerNotLive once its Close has begun). Read, Signal, Kill,
 //     List and HasActivity only require the identity, so that an owner's own
 //     cleanups, which run after it stops being live, can still wind its
@@ -33,12 +35,21 @@
 //
 // A session is a terminal: StartSend types into it and settles when the
 // terminal looks ready. A session whose backend can also run a command as
-// one unit implements Executor: Exec hands the command to the shell and the
-// backend learns from the shell itself, out of band, whether the command
-// ran to its end and with which status (ExecResult). That is what a tool
-// that runs commands needs, and what no program in the shell can fake; the
-// bash tool requires it. Service.Exec fences Exec like StartSend, in the
-// same slot, and fails with ErrExecUnsupported for a session that cannot.
+// one unit says so (Capabilities.Exec): Exec hands the command to the shell
+// and the backend learns from the shell itself, out of band, whether the
+// command ran to its end and with which status (ExecResult). That is what a
+// tool that runs commands needs, and what no program in the shell can
+// fake; the bash tool requires it. Service.Exec fences Exec like StartSend,
+// in the same slot, and fails with an error wrapping errors.ErrUnsupported
+// for a session that cannot.
+//
+// # Policy
+//
+// SetPolicy sets what an owner's spawns ask for: a sandbox mode, resource
+// limits, a terminal size (termapi.Policy). Its confinement is fenced while
+// the owner has sessions open or being created. A spawn whose session does
+// not enforce what it asked for (Policy.Check against the session's
+// capabilities) is refused and rolled back, whatever its backend said.
 // A send that settles while the command still runs (a program waiting for
 // input, silence) carries the command's state, and an empty StartSend then
 // waits for the rest.
