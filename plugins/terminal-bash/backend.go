@@ -83,7 +83,7 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 func (b *Backend) Type() string { return b.typ }
 
 // errShutdown is returned by Spawn once the backend has been closed.
-var errShutdown = fmt.Errorf("terminal-bash: backend is shut down: %w", termapi.ErrBackendClosed)
+var errShutdown = errorf("backend is shut down: %w", termapi.ErrBackendClosed)
 
 // Spawn starts bash and returns once it shows its first prompt. If ctx
 // ends first, or startup fails, the session is closed again before Spawn
@@ -98,10 +98,10 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 	if spec.Cwd != "" {
 		fi, err := os.Stat(spec.Cwd)
 		if err != nil {
-			return nil, fmt.Errorf("terminal-bash: working directory: %w", err)
+			return nil, errorf("working directory: %w", err)
 		}
 		if !fi.IsDir() {
-			return nil, fmt.Errorf("terminal-bash: working directory %s is not a directory", spec.Cwd)
+			return nil, errorf("working directory %s is not a directory", spec.Cwd)
 		}
 	}
 	// A storm of first calls would fork a thousand shells at once, and
@@ -110,7 +110,7 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 	select {
 	case spawnSlots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("terminal-bash: waiting to start a shell: %w", context.Cause(ctx))
+		return nil, errorf("waiting to start a shell: %w", context.Cause(ctx))
 	}
 	defer func() { <-spawnSlots }()
 	s, first, err := b.start(spec)
@@ -134,11 +134,11 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 // sandbox mode is checked where the sandbox is made (sandboxFor).
 func (b *Backend) checkPolicy(p termapi.Policy) error {
 	if err := (termapi.Policy{Limits: p.Limits}).Check(termapi.Capabilities{}); err != nil {
-		return fmt.Errorf("terminal-bash: %w", err)
+		return errorf("%w", err)
 	}
 	if !p.Size.IsZero() {
 		if err := p.Size.Validate(); err != nil {
-			return fmt.Errorf("terminal-bash: %w", err)
+			return errorf("%w", err)
 		}
 	}
 	return nil
@@ -163,12 +163,12 @@ func (b *Backend) start(spec termapi.SpawnSpec) (*session, *send, error) {
 	size := spec.Policy.Size.Or(termapi.Size{Rows: b.cfg.rows, Cols: b.cfg.cols})
 	term, err := openTerminal(size.Rows, size.Cols)
 	if err != nil {
-		return nil, nil, fmt.Errorf("terminal-bash: %w", err)
+		return nil, nil, errorf("%w", err)
 	}
 	ctl, err := newControl(os.Getpid(), b.log)
 	if err != nil {
 		term.close()
-		return nil, nil, fmt.Errorf("terminal-bash: %w", err)
+		return nil, nil, errorf("%w", err)
 	}
 	// undo releases what start made, if it fails.
 	undo := func(cg *proc.Cgroup) {
@@ -182,7 +182,7 @@ func (b *Backend) start(spec termapi.SpawnSpec) (*session, *send, error) {
 	pol, env, err := b.confine(spec, ctl, env)
 	if err != nil {
 		undo(nil)
-		return nil, nil, fmt.Errorf("terminal-bash: %w", err)
+		return nil, nil, errorf("%w", err)
 	}
 	cmd, cg, err := b.startInCgroup(spec, env, term.slave, pol)
 	if err != nil {
@@ -196,7 +196,7 @@ func (b *Backend) start(spec termapi.SpawnSpec) (*session, *send, error) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		undo(cg)
-		return nil, nil, fmt.Errorf("terminal-bash: identify shell %d: %w", pid, err)
+		return nil, nil, errorf("identify shell %d: %w", pid, err)
 	}
 	return b.launch(spec, term, ctl, cmd, shell, cg, pol)
 }
@@ -331,7 +331,7 @@ func (b *Backend) startInCgroup(spec termapi.SpawnSpec, env []string, slave *os.
 		if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == b.shellPath {
 			err = pe.Err
 		}
-		return nil, nil, fmt.Errorf("terminal-bash: cannot start %s: %w", b.shellPath, err)
+		return nil, nil, errorf("cannot start %s: %w", b.shellPath, err)
 	}
 	return cmd, cg, nil
 }
@@ -376,9 +376,9 @@ func (s *session) awaitStartup(ctx context.Context, sn *send) error {
 		if s.phase != sessionOpen {
 			return s.Errorf("%w", termapi.ErrSessionClosing)
 		}
-		return fmt.Errorf("terminal-bash: shell exited during startup (%s): %q", res.Status, res.Viewport)
+		return errorf("shell exited during startup (%s): %q", res.Status, res.Viewport)
 	}
-	return fmt.Errorf("terminal-bash: shell did not reach its prompt within %v: %q", s.cfg.timeout, res.Viewport)
+	return errorf("shell did not reach its prompt within %v: %q", s.cfg.timeout, res.Viewport)
 }
 
 // Close stops new spawns and closes every session the backend still owns,

@@ -102,7 +102,7 @@ func ConfigFromJSON(raw json.RawMessage) (*Config, error) {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(cfg); err != nil {
-			return nil, fmt.Errorf("terminal-bash: config: %w", err)
+			return nil, errorf("config: %w", err)
 		}
 	}
 	if err := cfg.Validate(); err != nil {
@@ -114,7 +114,7 @@ func ConfigFromJSON(raw json.RawMessage) (*Config, error) {
 // Validate reports the first invalid field.
 func (c *Config) Validate() error {
 	if c.BackendType == "" {
-		return config.FieldErrorf("backendType", "terminal-bash: backendType must be non-empty")
+		return fieldErrorf("backendType", "backendType must be non-empty")
 	}
 	positive := []struct {
 		field string
@@ -132,7 +132,7 @@ func (c *Config) Validate() error {
 	}
 	for _, p := range positive {
 		if p.value <= 0 {
-			return config.FieldErrorf(p.field, "terminal-bash: %s must be a positive integer", p.field)
+			return fieldErrorf(p.field, "%s must be a positive integer", p.field)
 		}
 	}
 	// Durations are milliseconds; past 2^31 (24.8 days, the bound the
@@ -148,17 +148,17 @@ func (c *Config) Validate() error {
 		{"stdinProbeMaxMs", c.StdinProbeMaxMs},
 	} {
 		if p.value > maxMillis {
-			return config.FieldErrorf(p.field, "terminal-bash: %s must not exceed %d", p.field, maxMillis)
+			return fieldErrorf(p.field, "%s must not exceed %d", p.field, maxMillis)
 		}
 	}
 	if c.Rows > maxTermSize {
-		return config.FieldErrorf("rows", "terminal-bash: rows must not exceed %d", maxTermSize)
+		return fieldErrorf("rows", "rows must not exceed %d", maxTermSize)
 	}
 	if c.Cols > maxTermSize {
-		return config.FieldErrorf("cols", "terminal-bash: cols must not exceed %d", maxTermSize)
+		return fieldErrorf("cols", "cols must not exceed %d", maxTermSize)
 	}
 	if c.MaxReadBytes > c.ScrollbackMaxBytes {
-		return config.FieldErrorf("maxReadBytes", "terminal-bash: maxReadBytes must not exceed scrollbackMaxBytes")
+		return fieldErrorf("maxReadBytes", "maxReadBytes must not exceed scrollbackMaxBytes")
 	}
 	if err := c.Env.validate("env"); err != nil {
 		return err
@@ -179,3 +179,14 @@ func (c *Config) shell() (string, []string) {
 }
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// errorf formats an error the backend returns: each names the backend
+// once, at its start, as the host and the plugin protocol expect.
+func errorf(format string, args ...any) error {
+	return fmt.Errorf("terminal-bash: "+format, args...)
+}
+
+// fieldErrorf is errorf for a config field at fault (config.FieldError).
+func fieldErrorf(field, format string, args ...any) *config.FieldError {
+	return config.FieldErrorf(field, "terminal-bash: "+format, args...)
+}
