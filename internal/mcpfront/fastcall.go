@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"sync"
 
@@ -329,13 +331,19 @@ func (c *lineConn) cancelCallLocked(key string) {
 }
 
 // endCalls cancels the calls in flight with cause, as the SDK does when
-// the connection's input ends, and refuses new ones.
+// the connection's input ends, and refuses new ones. Input that broke
+// rather than ended is a client that has gone: the answers of its calls
+// are dropped, as the SDK's are when its connection fails, not written to
+// whatever is left of the pipe.
 func (c *lineConn) endCalls(cause error) {
 	c.pendingMu.Lock()
 	defer c.pendingMu.Unlock()
 	c.calls.done = true
-	for _, cancel := range c.calls.inFlight {
+	for key, cancel := range c.calls.inFlight {
 		cancel(cause)
+		if !errors.Is(cause, io.EOF) {
+			c.pending[key] = true
+		}
 	}
 }
 

@@ -244,6 +244,38 @@ func TestFastCallCancelled(t *testing.T) {
 	}
 }
 
+// A client whose input broke has gone: its call is cancelled, and the
+// answer is dropped, not written to what is left of the pipe (the SDK's
+// write fails there). TestClientVanishesMidCall saw the answer arrive when
+// the client's end of the output closed a moment after its input.
+func TestFastCallDroppedOnBrokenInput(t *testing.T) {
+	r := newRig(t)
+	s := r.serveRaw(t, false)
+	sc := fastCallScripts[0]
+	s.send(sc.opening[0])
+	s.next()
+	s.send(sc.opening[1])
+	s.send(fmt.Sprintf(sc.call, `1`, `"name":"block"`))
+	recv(t, r.started, "the call to start")
+	written := make(chan []string, 1)
+	go func() {
+		var lines []string
+		for s.out.Scan() {
+			lines = append(lines, s.out.Text())
+		}
+		written <- lines
+	}()
+	s.in.CloseWithError(io.ErrUnexpectedEOF)
+	recv(t, r.stopped, "the call to be cancelled")
+	if err := recv(t, s.done, "Serve to return"); err == nil {
+		t.Fatal("Serve returned nil for a broken connection")
+	}
+	s.done <- nil // for the cleanup
+	if lines := recv(t, written, "the server's output to end"); len(lines) != 0 {
+		t.Fatalf("after the input broke the server wrote %q", lines)
+	}
+}
+
 // After a burst of concurrent calls, only maxIdleWorkers workers wait for
 // the next; the rest end, and the waiting ones end when the connection
 // closes.
