@@ -1,6 +1,8 @@
 package private
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -80,4 +82,53 @@ func Check(dir string) error {
 		return fmt.Errorf("%s is writable by others (mode %#o): %w", dir, fi.Mode().Perm(), ErrNotPrivate)
 	}
 	return nil
+}
+
+// ownerPrefix names the directories of OwnerDir.
+const ownerPrefix = "owner-"
+
+// OwnerDir returns the directory of one owner (agent) in dsh's private
+// directory, creating it 0700: what belongs to that owner and its shells
+// may read (its saved outputs) goes there. A sandboxed shell sees this
+// directory of its owner's and nothing else of dsh's private directory,
+// so the name is a function of the owner's id alone: the backend that
+// starts the shell and the tool that saves the outputs find it apart.
+func OwnerDir(owner string) (string, error) {
+	dir, err := Dir()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, ownerPrefix+ownerName(owner))
+	if err := os.Mkdir(path, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	if err := Check(path); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// ownerName is owner as a file name: itself when it is short and plain
+// (dsh's owner ids are), else a hash of it.
+func ownerName(owner string) string {
+	plain := owner != "" && len(owner) <= 64 && owner[0] != '.'
+	for _, r := range owner {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return owner
+	}
+	sum := sha256.Sum256([]byte(owner))
+	return "h" + hex.EncodeToString(sum[:16])
+}
+
+// RemoveOwnerDir removes the owner's directory of OwnerDir if it is
+// empty, and creates nothing.
+func RemoveOwnerDir(owner string) {
+	for _, base := range bases() {
+		_ = os.Remove(filepath.Join(base, "dsh", ownerPrefix+ownerName(owner)))
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -121,4 +122,28 @@ func TestAnotherUserCannotRecreateIt(t *testing.T) {
 		t.Fatalf("another user re-created %s", victim)
 	}
 	t.Logf("as nobody: %s", out)
+}
+
+func TestOwnerDirIsPrivateAndNamedByTheOwner(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	for _, tt := range []struct{ owner, name string }{
+		{"mcp-ABC234", "owner-mcp-ABC234"},
+		{"../x", "owner-h"},
+		{"", "owner-h"},
+	} {
+		dir, err := OwnerDir(tt.owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(filepath.Base(dir), tt.name) || filepath.Dir(dir) != filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "dsh") {
+			t.Errorf("OwnerDir(%q) = %s", tt.owner, dir)
+		}
+		if err := Check(dir); err != nil {
+			t.Error(err)
+		}
+		RemoveOwnerDir(tt.owner)
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s not removed: %v", dir, err)
+		}
+	}
 }
