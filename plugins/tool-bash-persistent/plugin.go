@@ -181,10 +181,16 @@ func (p *plugin) Close(ctx context.Context) error {
 }
 
 // openOutputRoot opens the owner's directory of outputs, creating it in
-// base (dsh's private directory when base is empty).
+// base. An empty base is the owner's directory in dsh's private directory
+// (private.OwnerDir), which a sandboxed shell of the owner still sees, so
+// the model can read its saved outputs there; without an owner, dsh's
+// private directory itself.
 func (st *ownerState) openOutputRoot(base string) error {
 	if base == "" {
 		dir, err := private.Dir()
+		if st.owner != nil && err == nil {
+			dir, err = private.OwnerDir(st.owner.ID())
+		}
 		if err != nil {
 			return fmt.Errorf("create output directory: %w", err)
 		}
@@ -229,6 +235,10 @@ func (st *ownerState) openOutput(base string) (io.WriteCloser, string, error) {
 }
 
 func (st *ownerState) removeOutputs() error {
+	if st.owner != nil {
+		// Emptied below; the terminal backend may have made it too.
+		defer private.RemoveOwnerDir(st.owner.ID())
+	}
 	if st.outDir == "" {
 		return nil
 	}
