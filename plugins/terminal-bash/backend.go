@@ -13,10 +13,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/dshdev/dsh/internal/private"
 	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/sandbox"
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
@@ -161,14 +163,29 @@ var cgroupSeq atomic.Uint64
 // launches the session.
 func (b *Backend) start(spec termapi.SpawnSpec) (*session, *send, error) {
 	size := spec.Policy.Size.Or(termapi.Size{Rows: b.cfg.rows, Cols: b.cfg.cols})
-	term, err := openTerminal(size.Rows, size.Cols)
+	ctl, err := newControl(os.Getpid(), b.log)
 	if err != nil {
 		return nil, nil, errorf("%w", err)
 	}
-	ctl, err := newControl(os.Getpid(), b.log)
+	env := shellEnv(&b.env, b.environ(), spec.OwnerID, spec.SessionID, ctl.hook)
+	pol, env, err := b.confine(spec, ctl, env)
 	if err != nil {
-		term.close()
+		ctl.close()
 		return nil, nil, errorf("%w", err)
+	}
+	// A shell confined to a mode that restricts files gets its terminal
+	// from the sandbox, in a devpts instance of its own.
+	var term *ptyPair
+	if !pol.OwnTerminal() {
+		if term, err = openTerminal(size.Rows, size.Cols); err != nil {
+			ctl.close()
+			return nil, nil, errorf("%w", err)
+		}
+	}
+	cmd, term, cg, err := b.startInCgroup(spec, env, term, size, pol)
+	if err != nil {
+		ctl.close()
+		return nil, nil, err
 	}
 	// undo releases what start made, if it fails.
 	undo := func(cg *proc.Cgroup) {
@@ -177,17 +194,6 @@ func (b *Backend) start(spec termapi.SpawnSpec) (*session, *send, error) {
 		if cg != nil {
 			cg.Close()
 		}
-	}
-	env := shellEnv(&b.env, b.environ(), spec.OwnerID, spec.SessionID, ctl.hook)
-	pol, env, err := b.confine(spec, ctl, env)
-	if err != nil {
-		undo(nil)
-		return nil, nil, errorf("%w", err)
-	}
-	cmd, cg, err := b.startInCgroup(spec, env, term.slave, pol)
-	if err != nil {
-		undo(nil)
-		return nil, nil, err
 	}
 	pid := cmd.Process.Pid
 	// The shell is our unreaped child, so its /proc entry is there.
@@ -267,6 +273,19 @@ func (b *Backend) confine(spec termapi.SpawnSpec, ctl *control, env []string) (s
 	}
 	pol := sc.policy(workspace, tmp)
 	pol.WritableFiles = []string{ctl.outPath}
+	if pol.OwnTerminal() {
+		// dsh's private directory holds the tokens of its HTTP fronts and
+		// every other session's files: the shell sees only its own
+		// control directory and its owner's directory (saved outputs).
+		if dir, err := private.Dir(); err == nil && within(ctl.dir, dir) {
+			owner, err := private.OwnerDir(spec.OwnerID)
+			if err != nil {
+				return sandbox.Policy{}, nil, fmt.Errorf("sandbox: the owner's directory: %w", err)
+			}
+			pol.Private, pol.Keep = dir, []string{ctl.dir, owner}
+			ctl.owner = spec.OwnerID
+		}
+	}
 	return pol, env, nil
 }
 
@@ -302,13 +321,16 @@ func (b *Backend) sandboxFor(mode string) (*SandboxConfig, error) {
 
 // startInCgroup starts the shell, in a cgroup of its own where one can be
 // made, and returns the cgroup (nil without one).
-func (b *Backend) startInCgroup(spec termapi.SpawnSpec, env []string, slave *os.File, pol sandbox.Policy) (*exec.Cmd, *proc.Cgroup, error) {
+// The terminal is term, or the sandbox's when term is nil (see
+// startShell); it is returned either way, and closed on an error.
+func (b *Backend) startInCgroup(spec termapi.SpawnSpec, env []string, term *ptyPair, size termapi.Size, pol sandbox.Policy) (*exec.Cmd, *ptyPair, *proc.Cgroup, error) {
 	cg := b.newCgroup(spec.SessionID)
 	fd := -1
 	if cg != nil {
 		fd = cg.FD()
 	}
-	cmd, err := startShell(b.shellPath, b.shellArgs, env, spec.Cwd, slave, fd, pol)
+	rows, cols := size.Rows, size.Cols
+	cmd, got, err := startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term, rows, cols, fd, pol)
 	if err != nil && cg != nil {
 		// clone3 into a cgroup can be refused where creating one was not
 		// (seccomp filters, older kernels): start without it. Only a start
@@ -318,7 +340,7 @@ func (b *Backend) startInCgroup(spec termapi.SpawnSpec, env []string, slave *os.
 		cgErr := err
 		cg.Close()
 		cg = nil
-		if cmd, err = startShell(b.shellPath, b.shellArgs, env, spec.Cwd, slave, -1, pol); err == nil {
+		if cmd, got, err = startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term, rows, cols, -1, pol); err == nil {
 			b.log.Info("starting the shell in its cgroup failed; relying on process tracking", "err", cgErr)
 			b.noCgroup.Store(true)
 		}
@@ -327,13 +349,16 @@ func (b *Backend) startInCgroup(spec termapi.SpawnSpec, env []string, slave *os.
 		if cg != nil {
 			cg.Close()
 		}
+		if term != nil {
+			term.close()
+		}
 		// exec's error repeats the path ("fork/exec /bin/bsh: …"): say it once.
 		if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == b.shellPath {
 			err = pe.Err
 		}
-		return nil, nil, errorf("cannot start %s: %w", b.shellPath, err)
+		return nil, nil, nil, errorf("cannot start %s: %w", b.shellPath, err)
 	}
-	return cmd, cg, nil
+	return cmd, got, cg, nil
 }
 
 // newCgroup creates the session's cgroup, or returns nil where cgroups
@@ -417,3 +442,9 @@ func (b *Backend) KillAll() {
 }
 
 var _ termapi.Backend = (*Backend)(nil)
+
+// within reports whether path lies below dir.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../")
+}

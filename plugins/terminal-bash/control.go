@@ -32,6 +32,10 @@ type control struct {
 	out  *os.File
 	// inPath and outPath are the FIFOs' names; in is re-opened by reset.
 	inPath, outPath string
+	// owner, when set, is the owner whose directory in dsh's private
+	// one the session's sandbox keeps visible: removed with the session
+	// if nothing is left in it.
+	owner string
 }
 
 // pipeSize is the capacity the FIFOs are given: a page each. Records are a
@@ -168,6 +172,9 @@ func (c *control) close() error {
 	}
 	if c.out != nil {
 		c.out.Close()
+	}
+	if c.owner != "" {
+		private.RemoveOwnerDir(c.owner)
 	}
 	if err := os.RemoveAll(c.dir); err != nil {
 		return fmt.Errorf("remove control directory: %w", err)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -53,6 +54,13 @@ func openTerminal(rows, cols int) (*ptyPair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open pty: %w", err)
 	}
+	return adoptTerminal(m, slave, rows, cols)
+}
+
+// adoptTerminal sets up a PTY made elsewhere (by pty.Open, or by the
+// sandbox helper in the shell's own devpts instance) as openTerminal
+// does, and takes over both descriptors.
+func adoptTerminal(m, slave *os.File, rows, cols int) (*ptyPair, error) {
 	fail := func(err error) (*ptyPair, error) {
 		m.Close()
 		slave.Close()
@@ -143,33 +151,41 @@ func (t *ptyPair) close() {
 	t.slave.Close()
 }
 
-// startShell starts argv on the slave as a session leader with the slave as
-// its controlling terminal. With cgroupFD >= 0 the child is born inside that
-// cgroup (clone3 CLONE_INTO_CGROUP), so not even its first instructions run
-// outside it, and, where dsh may create namespaces, in a cgroup namespace
-// rooted there: the kernel then refuses to move any of its processes to a
-// cgroup outside the leaf (a command writing its pid to the parent's
-// cgroup.procs to survive the session's close). The shell starts with its
-// signals at their defaults, even those the host ignores (see
-// unignoreSignals), and confined by pol (see package sandbox).
-func startShell(path string, args, env []string, dir string, slave *os.File, cgroupFD int, pol sandbox.Policy) (*exec.Cmd, error) {
+// startShell starts argv on a terminal as a session leader with the
+// terminal as its controlling one. With cgroupFD >= 0 the child is born
+// inside that cgroup (clone3 CLONE_INTO_CGROUP), so not even its first
+// instructions run outside it, and, where dsh may create namespaces, in a
+// cgroup namespace rooted there: the kernel then refuses to move any of
+// its processes to a cgroup outside the leaf (a command writing its pid to
+// the parent's cgroup.procs to survive the session's close). The shell
+// starts with its signals at their defaults, even those the host ignores
+// (see unignoreSignals), and confined by pol (see package sandbox).
+//
+// The terminal is term, or, when pol gives the shell a terminal of its own
+// (term is then nil), the one the sandbox helper makes, set up to rows and
+// cols; startShell returns the terminal either way.
+func startShell(path string, args, env []string, dir string, term *ptyPair, rows, cols int, cgroupFD int, pol sandbox.Policy) (*exec.Cmd, *ptyPair, error) {
 	nsOK := cgroupFD >= 0 && cgroupNamespaces.Load()
-	cmd, err := startShellOnce(path, args, env, dir, slave, cgroupFD, nsOK, pol)
+	cmd, t, err := startShellOnce(path, args, env, dir, term, rows, cols, cgroupFD, nsOK, pol)
 	if err != nil && nsOK && (errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSPC)) {
 		// Not allowed here after all (a seccomp profile, a user
 		// namespace's limit): go on with the leaf alone.
 		cgroupNamespaces.Store(false)
-		return startShellOnce(path, args, env, dir, slave, cgroupFD, false, pol)
+		return startShellOnce(path, args, env, dir, term, rows, cols, cgroupFD, false, pol)
 	}
-	return cmd, err
+	return cmd, t, err
 }
 
-func startShellOnce(path string, args, env []string, dir string, slave *os.File, cgroupFD int, cgroupNS bool, pol sandbox.Policy) (*exec.Cmd, error) {
+// handoverBound bounds the wait for a sandboxed shell's terminal: the
+// helper makes it right after its mounts, so only a machine at a standstill
+// takes long.
+const handoverBound = time.Minute
+
+func startShellOnce(path string, args, env []string, dir string, term *ptyPair, rows, cols int, cgroupFD int, cgroupNS bool, pol sandbox.Policy) (*exec.Cmd, *ptyPair, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Env = env
 	cmd.Dir = dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if cgroupFD >= 0 {
 		cmd.SysProcAttr.UseCgroupFD = true
 		cmd.SysProcAttr.CgroupFD = cgroupFD
@@ -177,14 +193,44 @@ func startShellOnce(path string, args, env []string, dir string, slave *os.File,
 			cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWCGROUP
 		}
 	}
-	if err := sandbox.Wrap(cmd, pol); err != nil {
-		return nil, err
+	if term != nil {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = term.slave, term.slave, term.slave
+		cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, 0
+		if err := sandbox.Wrap(cmd, pol); err != nil {
+			return nil, nil, err
+		}
+		unignoreSignals()
+		if err := cmd.Start(); err != nil {
+			return nil, nil, err
+		}
+		return cmd, term, nil
 	}
+	h, err := sandbox.WrapTerminal(cmd, pol)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer h.Close()
 	unignoreSignals()
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return cmd, nil
+	fail := func(err error) (*exec.Cmd, *ptyPair, error) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, nil, err
+	}
+	master, slave, err := h.Receive(time.Now().Add(handoverBound))
+	if err != nil {
+		return fail(err)
+	}
+	if term, err = adoptTerminal(master, slave, rows, cols); err != nil {
+		return fail(err)
+	}
+	if err := h.Release(); err != nil {
+		term.close()
+		return fail(err)
+	}
+	return cmd, term, nil
 }
 
 // cgroupNamespaces is whether shells get a cgroup namespace: creating one

@@ -40,6 +40,13 @@ func requireSandbox(t *testing.T) {
 	t.Skipf("this machine cannot enforce the sandbox: %v", err)
 }
 
+// refused reports whether a command's output says the kernel refused a
+// write: Landlock's EACCES, or EROFS from the read-only mounts, which the
+// kernel checks first.
+func refused(out string) bool {
+	return strings.Contains(out, "Permission denied") || strings.Contains(out, "Read-only file system")
+}
+
 // lastLine is the command's output without the prompt line.
 func outputOf(t *testing.T, s *session, command string) (string, int) {
 	t.Helper()
@@ -70,7 +77,7 @@ func TestWorkspaceWriteConfinesWrites(t *testing.T) {
 			if code != tc.wantExit {
 				t.Fatalf("%s: exit %d, want %d; output %q", tc.command, code, tc.wantExit, out)
 			}
-			if tc.wantExit != 0 && !strings.Contains(out, "Permission denied") {
+			if tc.wantExit != 0 && !refused(out) {
 				t.Errorf("%s: output %q, want a permission error", tc.command, out)
 			}
 		})
@@ -88,7 +95,7 @@ func TestReadOnlyWritesNothing(t *testing.T) {
 		"touch /tmp/dsh-sandbox-test-$$",
 	} {
 		out, code := outputOf(t, s, command)
-		if code == 0 || !strings.Contains(out, "Permission denied") {
+		if code == 0 || !refused(out) {
 			t.Errorf("%s: exit %d, output %q; want a permission error", command, code, out)
 		}
 	}
@@ -218,7 +225,7 @@ func TestSpawnAsksForAMode(t *testing.T) {
 	if got := s.Capabilities().Sandbox; got != "read-only" {
 		t.Errorf("Capabilities().Sandbox = %q", got)
 	}
-	if out, code := outputOf(t, s, "touch "+filepath.Join(ws, "f")); code == 0 || !strings.Contains(out, "Permission denied") {
+	if out, code := outputOf(t, s, "touch "+filepath.Join(ws, "f")); code == 0 || !refused(out) {
 		t.Errorf("write under read-only: exit %d, %q", code, out)
 	}
 	if got := spawn(t, b, ws).Capabilities().Sandbox; got != "danger-full-access" {

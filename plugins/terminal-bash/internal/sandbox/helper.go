@@ -25,7 +25,16 @@ func init() {
 	// thread that confines itself is the one that executes, and it is
 	// never handed back to the scheduler.
 	runtime.LockOSThread()
-	err := helper(os.Args[1], os.Args[2:])
+	var p Policy
+	err := json.Unmarshal([]byte(os.Args[1]), &p)
+	if err != nil {
+		err = fmt.Errorf("decode policy: %w", err)
+	} else {
+		err = helper(p, os.Args[2:])
+	}
+	if p.TerminalFD != 0 {
+		reportFailure(p.TerminalFD, err)
+	}
 	fmt.Fprintf(os.Stderr, "%s%v\n", helperPrefix, err)
 	os.Exit(exitHelperFailed)
 }
@@ -37,14 +46,13 @@ const helperPrefix = "dsh sandbox: "
 // or execute the program, as a shell's is for a command it cannot run.
 const exitHelperFailed = 126
 
-// helper confines this thread under the encoded policy and executes argv
-// (a path, then the program's argv); with no argv it reports the Landlock
-// ABI on stdout and exits 0.
-func helper(encoded string, argv []string) error {
-	var p Policy
-	if err := json.Unmarshal([]byte(encoded), &p); err != nil {
-		return fmt.Errorf("decode policy: %w", err)
-	}
+// helper confines this thread under p and executes argv (a path, then the
+// program's argv); with no argv it reports the Landlock ABI on stdout and
+// exits 0. The order matters: mounts need the capabilities and no
+// Landlock domain yet, the terminal needs the devpts instance, Landlock's
+// rules name the files as mounted, and the filter comes last so that
+// nothing the helper itself does is refused.
+func helper(p Policy, argv []string) error {
 	if len(argv) == 1 {
 		return errors.New("no program to execute")
 	}
@@ -53,6 +61,21 @@ func helper(encoded string, argv []string) error {
 			return fmt.Errorf("bring up loopback in the shell's network namespace: %w", err)
 		}
 	}
+	if p.restrictsFiles() {
+		if err := isolateFiles(p); err != nil {
+			return err
+		}
+		if p.TerminalFD != 0 {
+			if err := makeTerminal(p.TerminalFD); err != nil {
+				return err
+			}
+		}
+	}
+	// Landlock and the filter need no_new_privs; it also keeps a setuid
+	// program from shedding either.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set no_new_privs: %w", err)
+	}
 	abi := 0
 	if p.restrictsFiles() {
 		var err error
@@ -60,12 +83,47 @@ func helper(encoded string, argv []string) error {
 			return err
 		}
 	}
+	if err := installFilter(p); err != nil {
+		return err
+	}
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
 	if len(argv) == 0 {
 		fmt.Printf("landlock-abi=%d\n", abi)
 		os.Exit(0)
 	}
+	if p.TerminalFD != 0 {
+		if err := awaitRelease(p.TerminalFD); err != nil {
+			return err
+		}
+	}
 	err := unix.Exec(argv[0], argv[1:], os.Environ())
 	return fmt.Errorf("cannot start %s: %w", argv[0], err)
+}
+
+// dropCapabilities clears every capability this thread has in its user
+// namespace, and those an execve would grant a uid 0: a shell that kept
+// CAP_SYS_ADMIN there could unmount what hides dsh's files and remount
+// the rest writable.
+func dropCapabilities() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear the ambient capabilities: %w", err)
+	}
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		// EINVAL: a capability this kernel does not know. EPERM: no
+		// CAP_SETPCAP, which only a uid other than 0 lacks, and for it
+		// execve grants nothing anyway.
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL && err != unix.EPERM {
+			return fmt.Errorf("drop capability %d: %w", c, err)
+		}
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var none [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &none[0]); err != nil {
+		return fmt.Errorf("drop the capabilities: %w", err)
+	}
+	return nil
 }
 
 // confineFiles restricts this thread with Landlock: reading and executing
@@ -84,6 +142,7 @@ func confineFiles(p Policy) (int, error) {
 		// A shell writes to its terminal and to the null devices, and
 		// programs set terminal modes with ioctls.
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx").WithIoctlDev().IgnoreIfMissing(),
+		// The shell's own devpts instance (see privateDevpts), not dsh's.
 		landlock.RWDirs("/dev/pts").WithIoctlDev().IgnoreIfMissing(),
 	}
 	if len(p.WritableFiles) > 0 {
@@ -100,11 +159,6 @@ func confineFiles(p Policy) (int, error) {
 		return abi, fmt.Errorf("build the Landlock ruleset: %w", err)
 	}
 	defer unix.Close(fd)
-	// Landlock needs no_new_privs (or CAP_SYS_ADMIN); it also keeps a
-	// setuid program from shedding the domain's limits.
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return abi, fmt.Errorf("set no_new_privs: %w", err)
-	}
 	if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
 		return abi, fmt.Errorf("enforce the Landlock ruleset: %w", err)
 	}

@@ -59,12 +59,30 @@ type Policy struct {
 	// WritableFiles are files a shell may write in any confined mode: the
 	// shell protocol's status FIFO.
 	WritableFiles []string `json:"writableFiles,omitempty"`
+	// Private is dsh's private directory (tokens, every session's control
+	// files and saved outputs). A shell confined to a mode that restricts
+	// files sees an empty directory there, but for Keep.
+	Private string `json:"private,omitempty"`
+	// Keep are the directories below Private that belong to this session
+	// (its control directory, its owner's saved outputs): they stay
+	// visible, read-only but for WritableDirs and WritableFiles among them.
+	Keep []string `json:"keep,omitempty"`
+	// TerminalFD, when not 0, is the descriptor of a unix socket on which
+	// the helper hands over the shell's terminal (see Handover); the
+	// terminal is made in the shell's own devpts instance.
+	TerminalFD int `json:"terminalFD,omitempty"`
 }
 
 // Confined reports whether the policy restricts anything at all.
 func (p Policy) Confined() bool { return p.restrictsFiles() || !p.Network }
 
 func (p Policy) restrictsFiles() bool { return p.Mode == WorkspaceWrite || p.Mode == ReadOnly }
+
+// OwnTerminal reports whether a shell under p gets its terminal from the
+// helper (see WrapTerminal) instead of from its parent: a shell confined
+// to a mode that restricts files sees only its own devpts instance, in
+// which no terminal of the parent's exists.
+func (p Policy) OwnTerminal() bool { return p.restrictsFiles() }
 
 // HelperName is argv[0] of this executable started as the sandbox helper.
 // It is not a path, so no other program is started under it by accident.
@@ -106,11 +124,15 @@ func Wrap(cmd *exec.Cmd, p Policy) error {
 
 // namespaces adds the namespaces p needs to attr. A confined shell gets a
 // user namespace, in which dsh's uid and gid map to themselves: whatever
-// capabilities dsh has (root's, say) count only inside it, so the shell
-// cannot load a kernel module, join another namespace or remount what
-// Landlock guards. Without the network it gets a network namespace too,
-// owned by that user namespace, so even a root shell cannot setns(2) its
-// way back to dsh's network.
+// capabilities dsh has (root's, say) count only inside it, and the helper
+// drops even those before it executes the shell, so the shell cannot load
+// a kernel module, join another namespace or remount what the sandbox
+// set up. Without the network it gets a network namespace too, owned by
+// that user namespace, so even a root shell cannot setns(2) its way back
+// to dsh's network. A mode that restricts files adds a mount namespace,
+// in which the helper makes every mount read-only and binds the writable
+// paths back; the helper keeps CAP_SYS_ADMIN (inside the namespace)
+// across its own execve for that, as an ambient capability.
 func namespaces(attr *syscall.SysProcAttr, p Policy) {
 	uid, gid := os.Getuid(), os.Getgid()
 	attr.Cloneflags |= unix.CLONE_NEWUSER
@@ -119,6 +141,10 @@ func namespaces(attr *syscall.SysProcAttr, p Policy) {
 	attr.GidMappingsEnableSetgroups = false
 	if !p.Network {
 		attr.Cloneflags |= unix.CLONE_NEWNET
+	}
+	if p.restrictsFiles() {
+		attr.Cloneflags |= unix.CLONE_NEWNS
+		attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_SYS_ADMIN)
 	}
 }
 
