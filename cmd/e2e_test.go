@@ -786,6 +786,16 @@ func TestE2EHTTPUnixSocket(t *testing.T) {
 	if text, _ := bash(t, cs, "echo over-unix"); text != "over-unix" {
 		t.Fatalf("over the socket: %q", text)
 	}
+	// A process of the same user in another user namespace (a sandbox)
+	// is refused before HTTP sees it; outside one, the same request is
+	// answered.
+	post := []string{"curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", sock, "-X", "POST", "http://localhost/mcp"}
+	if out, err := exec.Command(post[0], post[1:]...).CombinedOutput(); err != nil || len(out) != 3 || out[0] == '0' {
+		t.Fatalf("curl from dsh's user namespace: %v, %q; want an HTTP answer", err, out)
+	}
+	if out, err := exec.Command("unshare", append([]string{"--user", "--map-current-user"}, post...)...).CombinedOutput(); err == nil || !strings.HasSuffix(string(out), "000") {
+		t.Fatalf("curl from another user namespace: %v, %q; want the connection closed unanswered", err, out)
+	}
 	cs.Close()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -63,8 +63,11 @@ func listenUnix(path string) (net.Listener, error) {
 }
 
 // peerListener accepts only connections from processes of one user, as
-// the kernel reports them (SO_PEERCRED). The socket's directory already
-// keeps other users out; this holds even if it is opened up later.
+// the kernel reports them (SO_PEERCRED), in dsh's own user namespace. The
+// socket's directory already keeps other users out; this holds even if it
+// is opened up later. A process in another user namespace with the same
+// uid is a sandboxed shell (dsh's own, or another program's): handing it
+// this socket's unconfined shells would undo its sandbox.
 type peerListener struct {
 	net.Listener
 	uid    int
@@ -77,37 +80,58 @@ func (l *peerListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		uid, err := peerUID(c)
-		if err == nil && uid == l.uid {
-			return c, nil
+		cred, err := peerCred(c)
+		switch {
+		case err != nil:
+			l.logger.Warn("refused a connection whose peer is unknown", "err", err)
+		case int(cred.Uid) != l.uid:
+			l.logger.Warn("refused a connection from another user", "peer_uid", cred.Uid)
+		default:
+			same, err := sameUserNamespace(int(cred.Pid))
+			if same {
+				return c, nil
+			}
+			l.logger.Warn("refused a connection from another user namespace (a sandbox)", "peer_pid", cred.Pid, "err", err)
 		}
-		l.logger.Warn("refused a connection from another user", "peer_uid", uid, "err", err)
 		c.Close()
 	}
 }
 
-// peerUID is the user id of the process at the other end of a unix
-// socket connection.
-func peerUID(c net.Conn) (int, error) {
+// peerCred is the process at the other end of a unix socket connection,
+// as it was when it connected.
+func peerCred(c net.Conn) (*unix.Ucred, error) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
-		return -1, errors.New("not a socket")
+		return nil, errors.New("not a socket")
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
-		return -1, err
+		return nil, err
 	}
 	var cred *unix.Ucred
 	var credErr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
-		return -1, err
+		return nil, err
 	}
 	if credErr != nil {
-		return -1, credErr
+		return nil, credErr
 	}
-	return int(cred.Uid), nil
+	return cred, nil
+}
+
+// sameUserNamespace reports whether process pid is in this process's user
+// namespace. A process that cannot be looked at (gone, or hidden) is not.
+func sameUserNamespace(pid int) (bool, error) {
+	var ours, theirs unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/user", &ours); err != nil {
+		return false, err
+	}
+	if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/user", pid), &theirs); err != nil {
+		return false, err
+	}
+	return ours.Dev == theirs.Dev && ours.Ino == theirs.Ino, nil
 }
 
 // isUnixAddr reports whether an --http address names a unix socket, and
