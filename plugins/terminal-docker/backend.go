@@ -2,6 +2,7 @@ package terminaldocker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +51,9 @@ type Backend struct {
 	// local: the daemon runs on this machine, so the exec's pid may name
 	// the shell here too (hostShell checks that it does).
 	local bool
+	// securityOpts are a created container's (no-new-privileges, the
+	// seccomp profile), made once.
+	securityOpts []string
 
 	sessions backendkit.Sessions[*inband.Session]
 }
@@ -72,6 +77,12 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Backend, error) {
 		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
 	b := &Backend{cfg: *cfg, api: api, log: log}
+	if cfg.Image != "" {
+		if b.securityOpts, err = securityOpts(cfg); err != nil {
+			api.Close()
+			return nil, err
+		}
+	}
 	if err := b.check(ctx); err != nil {
 		api.Close()
 		return nil, err
@@ -195,8 +206,12 @@ func (b *Backend) open(ctx context.Context, spec termapi.SpawnSpec) (*execLink, 
 	}
 	sz := spec.Policy.Size.Or(termapi.DefaultSize)
 	size := &[2]uint{uint(sz.Rows), uint(sz.Cols)}
+	user := b.cfg.User
+	if l.owned {
+		user = b.user()
+	}
 	ex, err := b.api.ContainerExecCreate(ctx, l.container, container.ExecOptions{
-		User:         b.cfg.User,
+		User:         user,
 		Tty:          true,
 		ConsoleSize:  size,
 		AttachStdin:  true,
@@ -276,20 +291,26 @@ func (b *Backend) create(ctx context.Context, spec termapi.SpawnSpec) (string, b
 		m, _ := parseMount(spec) // valid: checked at load
 		hc.Mounts = append(hc.Mounts, m)
 	}
-	if b.cfg.Memory != "" {
-		n, _ := units.RAMInBytes(b.cfg.Memory)
+	if mem := cmp.Or(b.cfg.Memory, defaultMemory); mem != memoryUnlimited {
+		n, _ := units.RAMInBytes(mem)
 		hc.Memory = n
 		hc.MemorySwap = n // no swap beyond the limit
 	}
 	if b.cfg.CPUs > 0 {
 		hc.NanoCPUs = int64(b.cfg.CPUs * 1e9)
 	}
-	if b.cfg.PidsLimit > 0 {
-		hc.PidsLimit = ptr(b.cfg.PidsLimit)
+	if pids := cmp.Or(b.cfg.PidsLimit, defaultPidsLimit); pids > 0 {
+		hc.PidsLimit = ptr(pids)
 	}
+	// Nothing the image's root could do to the host's project: no
+	// capability but those configured, no gain through setuid programs,
+	// no setuid file made (see securityOpts).
+	hc.CapDrop = []string{"ALL"}
+	hc.CapAdd = b.cfg.CapAdd
+	hc.SecurityOpt = b.securityOpts
 	cc := &container.Config{
 		Image: b.cfg.Image,
-		User:  b.cfg.User,
+		User:  b.user(),
 		// The container's own process waits on a stdin nobody writes:
 		// the shells are execs, and the container lives until removed.
 		Cmd:       []string{b.cfg.Shell, "--noprofile", "--norc"},
@@ -323,6 +344,15 @@ func (b *Backend) env(spec termapi.SpawnSpec) []string {
 // client, and makes later spawns fail.
 func (b *Backend) Close(ctx context.Context) error {
 	return errors.Join(b.sessions.Close(ctx, "backend closed"), b.api.Close())
+}
+
+// user is who a created container's shell runs as: the configured user,
+// else dsh's own uid and gid, never the image's (often root) by default.
+func (b *Backend) user() string {
+	if b.cfg.User != "" {
+		return b.cfg.User
+	}
+	return strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid())
 }
 
 func ptr[T any](v T) *T { return &v }

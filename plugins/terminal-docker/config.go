@@ -47,17 +47,34 @@ type Config struct {
 	// Network is the created container's network mode: "none" (only
 	// loopback), "bridge", "host" or a network's name.
 	Network string `json:"network"`
-	// Memory limits a created container's memory ("512m", "2g"); empty: no
-	// limit.
+	// Memory limits a created container's memory ("512m", "2g"). Empty:
+	// 2g; "unlimited": no limit.
 	Memory string `json:"memory"`
 	// CPUs limits a created container's CPU time, in CPUs (1.5); 0: no
 	// limit.
 	CPUs float64 `json:"cpus"`
-	// PidsLimit bounds the processes of a created container; 0: no limit.
+	// PidsLimit bounds the processes of a created container. 0: 1024; -1:
+	// no limit.
 	PidsLimit int64 `json:"pidsLimit"`
-	// User runs the shell as this user ("1000", "1000:1000", "agent");
-	// empty: the image's user.
+	// User runs the shell as this user ("1000", "1000:1000", "agent",
+	// "root"). Empty: dsh's own uid and gid in a created container (files
+	// the shell makes in the workspace are then dsh's user's), the
+	// container's user in an existing one.
 	User string `json:"user"`
+	// CapAdd are capabilities a created container keeps ("CHOWN",
+	// "NET_BIND_SERVICE"); every other one is dropped, and none is kept
+	// by default.
+	CapAdd []string `json:"capAdd"`
+	// NewPrivileges lets setuid programs and file capabilities raise a
+	// created container's privileges (sudo, ping); by default the
+	// container runs with no-new-privileges.
+	NewPrivileges bool `json:"newPrivileges"`
+	// Seccomp is a created container's seccomp profile. Empty: Docker's
+	// default profile with setuid and setgid modes refused (chmod and file
+	// creation), so that no such file is left in the host's project;
+	// "docker-default": the daemon's own default; "unconfined": none; else
+	// the path of a profile (JSON, Docker's format).
+	Seccomp string `json:"seccomp"`
 	// Shell is bash's path inside the container.
 	Shell string `json:"shell"`
 	// Env sets variables for the shell. Nothing of dsh's own environment
@@ -122,14 +139,22 @@ func (c *Config) Validate() error {
 		return config.FieldErrorf("shell", "terminal-docker: shell must be an absolute path in the container; got %q", c.Shell)
 	case c.CPUs < 0:
 		return config.FieldErrorf("cpus", "terminal-docker: cpus must not be negative")
-	case c.PidsLimit < 0:
-		return config.FieldErrorf("pidsLimit", "terminal-docker: pidsLimit must not be negative")
+	case c.PidsLimit < -1:
+		return config.FieldErrorf("pidsLimit", "terminal-docker: pidsLimit must be a count, 0 for the default (%d) or -1 for no limit", defaultPidsLimit)
 	case c.Network == "":
 		return config.FieldErrorf("network", "terminal-docker: network must be non-empty (none for no network)")
 	}
-	if c.Memory != "" {
+	if c.Memory != "" && c.Memory != memoryUnlimited {
 		if _, err := units.RAMInBytes(c.Memory); err != nil {
-			return config.FieldErrorf("memory", "terminal-docker: memory: %v", err)
+			return config.FieldErrorf("memory", "terminal-docker: memory must be a size (512m, 2g) or %q: %v", memoryUnlimited, err)
+		}
+	}
+	if c.Seccomp != seccompDSH && c.Seccomp != seccompDockerDefault && c.Seccomp != seccompUnconfined {
+		if !filepath.IsAbs(c.Seccomp) {
+			return config.FieldErrorf("seccomp", "terminal-docker: seccomp must be empty, %q, %q or a profile's absolute path; got %q", seccompDockerDefault, seccompUnconfined, c.Seccomp)
+		}
+		if _, err := os.Stat(c.Seccomp); err != nil {
+			return config.FieldErrorf("seccomp", "terminal-docker: seccomp: %v", err)
 		}
 	}
 	if c.Workspace != "" {
@@ -149,7 +174,7 @@ func (c *Config) Validate() error {
 		for _, f := range []struct {
 			field string
 			set   bool
-		}{{"workspace", c.Workspace != ""}, {"mounts", len(c.Mounts) > 0}, {"memory", c.Memory != ""}, {"cpus", c.CPUs != 0}, {"pidsLimit", c.PidsLimit != 0}} {
+		}{{"workspace", c.Workspace != ""}, {"mounts", len(c.Mounts) > 0}, {"memory", c.Memory != ""}, {"cpus", c.CPUs != 0}, {"pidsLimit", c.PidsLimit != 0}, {"capAdd", len(c.CapAdd) > 0}, {"newPrivileges", c.NewPrivileges}, {"seccomp", c.Seccomp != seccompDSH}} {
 			if f.set {
 				return config.FieldErrorf(f.field, "terminal-docker: %s applies to containers dsh creates (image), not to an existing container", f.field)
 			}
@@ -170,6 +195,15 @@ func (c *Config) Validate() error {
 	}
 	return nil
 }
+
+// The limits of a created container when the config sets none: enough
+// for builds and test suites, not for a fork bomb or a leak to take the
+// machine. memoryUnlimited and -1 lift them.
+const (
+	defaultMemory    = "2g"
+	defaultPidsLimit = 1024
+	memoryUnlimited  = "unlimited"
+)
 
 // parseMount parses one of Config.Mounts.
 func parseMount(spec string) (mount.Mount, error) {

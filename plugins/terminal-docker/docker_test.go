@@ -3,6 +3,8 @@ package terminaldocker
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -216,5 +218,55 @@ func TestExistingContainer(t *testing.T) {
 	ci, err := api.ContainerInspect(ctx, created.ID)
 	if err != nil || !ci.State.Running {
 		t.Errorf("the container is not running after the close: %v", err)
+	}
+}
+
+// The defaults hold against a hostile shell (issue 25, item 8): it runs as
+// dsh's user, not the image's root, with no capability, no new
+// privileges, a pids and a memory limit, and leaves no setuid or setgid
+// file nor a device node in the host's project, even where dsh's user is
+// root and so is the container's.
+func TestDefaultsLeaveNoSetuidFileOrDevice(t *testing.T) {
+	host := dockertest.Daemon(t)
+	ws := t.TempDir()
+	s := spawn(t, newBackend(t, testConfig(host)), ws)
+	if out, want := mustComplete(t, s, "id -u; id -g", 0), fmt.Sprintf("%d\n%d\n", os.Getuid(), os.Getgid()); out != want {
+		t.Errorf("user %q, want dsh's %q", out, want)
+	}
+	if out := mustComplete(t, s, "grep -E '^(Cap(Prm|Eff|Bnd|Amb)|NoNewPrivs):' /proc/self/status | tr -d '\\t'", 0); out != "CapPrm:0000000000000000\nCapEff:0000000000000000\nCapBnd:0000000000000000\nCapAmb:0000000000000000\nNoNewPrivs:1\n" {
+		t.Errorf("privileges:\n%s", out)
+	}
+	if out := mustComplete(t, s, "cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max", 0); out != "1024\n" {
+		t.Errorf("pids limit %q, want 1024", out)
+	}
+	if out := mustComplete(t, s, "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes", 0); strings.TrimSpace(out) != strconv.Itoa(2<<30) {
+		t.Errorf("memory limit %q, want %d", out, 2<<30)
+	}
+	// A build still sets modes in the workspace.
+	mustComplete(t, s, "cp /bin/true /workspace/tool && chmod 755 /workspace/tool && /workspace/tool", 0)
+	for _, attack := range []string{
+		"cp /bin/bash /workspace/.rb && chmod 4755 /workspace/.rb",
+		"chmod u+s /workspace/tool",
+		"chmod g+s /workspace/tool",
+		"mknod -m 666 /workspace/.null c 1 3",
+		"mknod -m 4755 /workspace/.reg p",
+	} {
+		mustComplete(t, s, attack, 1)
+	}
+	err := filepath.WalkDir(ws, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeDevice|fs.ModeCharDevice) != 0 {
+			t.Errorf("%s is %v on the host", path, fi.Mode())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

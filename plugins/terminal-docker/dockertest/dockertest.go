@@ -26,7 +26,7 @@ import (
 
 // Image is the image Daemon builds from this machine's own bash and
 // coreutils: no registry is needed.
-const Image = "dsh-test-shell:2"
+const Image = "dsh-test-shell:3"
 
 // Daemon returns the address of the Docker daemon the tests use
 // (DSH_TEST_DOCKER_HOST, which .ci/run sets to a daemon it starts), and
@@ -79,7 +79,7 @@ func ensureImage(host string) error {
 }
 
 // imageTools are the programs the image holds, with their libraries.
-var imageTools = []string{"bash", "sh", "cat", "ls", "echo", "sleep", "true", "false", "env", "id", "mkdir", "rm", "touch", "printf", "head", "tail", "seq", "stty", "wc", "tr", "sed", "grep", "kill", "ps", "dd", "tty", "cut", "mktemp", "timeout"}
+var imageTools = []string{"bash", "sh", "cat", "ls", "echo", "sleep", "true", "false", "env", "id", "mkdir", "rm", "touch", "printf", "head", "tail", "seq", "stty", "wc", "tr", "sed", "grep", "kill", "ps", "dd", "tty", "cut", "mktemp", "timeout", "cp", "chmod", "mknod", "stat"}
 
 var lddPath = regexp.MustCompile(`(/\S+)`)
 
