@@ -169,8 +169,9 @@ func (g *globals) readDeployment() (*host.Deployment, error) {
 	return d, err
 }
 
-// loadHost reads the deployment and starts its plugins.
-func (g *globals) loadHost(ctx context.Context) (*host.Host, error) {
+// loadHost reads the deployment and starts its plugins; workdir is where
+// sessions start (see host.WithWorkdir), "" for the working directory.
+func (g *globals) loadHost(ctx context.Context, workdir string) (*host.Host, error) {
 	logger, err := g.logger()
 	if err != nil {
 		return nil, err
@@ -182,7 +183,7 @@ func (g *globals) loadHost(ctx context.Context) (*host.Host, error) {
 	if g.checkInvariants || os.Getenv(checkInvariantsEnv) == "1" {
 		invariant.Augment(d)
 	}
-	return host.Load(ctx, d, host.WithLogger(logger))
+	return host.Load(ctx, d, host.WithLogger(logger), host.WithWorkdir(workdir))
 }
 
 func versionString() string {

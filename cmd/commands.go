@@ -66,7 +66,7 @@ func printConfigs(g *globals, plan *host.Plan) error {
 // inspect starts the deployment's plugins, notes what they registered, and
 // stops them again: loading is the only complete validation of a deployment.
 func (g *globals) inspect(ctx context.Context) (*host.Plan, []host.ToolInfo, error) {
-	h, err := g.loadHost(ctx)
+	h, err := g.loadHost(ctx, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -201,7 +201,7 @@ func callCommand(g *globals) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			h, err := g.loadHost(ctx)
+			h, err := g.loadHost(ctx, workdir)
 			if err != nil {
 				return err
 			}

@@ -880,3 +880,29 @@ func TestE2EMetricsAndProfiles(t *testing.T) {
 		t.Errorf("--metrics on all interfaces: exit %d, %q", code, errOut)
 	}
 }
+
+// TestE2EUntrustedDeployment: a deployment that lets its shells write
+// the directory the deployment file lies in is refused before anything
+// starts, naming both (issue 25, item 5): the shell could switch its own
+// sandbox off for the next start. Kept outside, the same file loads.
+func TestE2EUntrustedDeployment(t *testing.T) {
+	project, outside := t.TempDir(), t.TempDir()
+	deployment := "- id: terminal\n  name: terminal\n- id: terminal-bash\n  name: terminal-bash\n  config: {sandbox: {mode: workspace-write, network: true}}\n- id: bash\n  name: tool-bash-persistent\n"
+	for _, dir := range []string{project, outside} {
+		if err := os.WriteFile(filepath.Join(dir, "sandboxed.yaml"), []byte(deployment), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call := func(file string) (string, error) {
+		cmd := exec.Command(dshBinary(t), "call", "--deployment", file, "-w", project, "bash", `{"command":"echo loaded"}`)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := call(filepath.Join(project, "sandboxed.yaml"))
+	if want := "the deployment file " + filepath.Join(project, "sandboxed.yaml") + " lies below " + project + `, which entry "terminal-bash" lets its shells write`; err == nil || !strings.Contains(out, want) {
+		t.Fatalf("a deployment in the workspace: %v, %q; want it refused saying %q", err, out, want)
+	}
+	if out, err := call(filepath.Join(outside, "sandboxed.yaml")); err != nil || strings.TrimSpace(out) != "loaded" {
+		t.Fatalf("the deployment outside: %v, %q", err, out)
+	}
+}

@@ -55,7 +55,7 @@ the model). At the prompt, Ctrl-C twice or Ctrl-D (end of input) exits.`,
 			signal.Notify(interrupts, os.Interrupt)
 			defer signal.Stop(interrupts)
 
-			h, err := g.loadHost(ctx)
+			h, err := g.loadHost(ctx, wd)
 			if err != nil {
 				return err
 			}

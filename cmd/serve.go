@@ -202,7 +202,7 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 	sigpipe := make(chan os.Signal, 1)
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
-	h, err = g.loadHost(ctx)
+	h, err = g.loadHost(ctx, wd)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,9 @@ var (
 	ErrDuplicateTool    = errors.New("host: tool already registered")
 	ErrInvalidArguments = errors.New("invalid arguments")
 	ErrToolPanic        = errors.New("host: tool panicked")
+	// ErrUntrusted: the deployment file or a plugin executable could be
+	// changed by a shell the deployment confines, or by another user.
+	ErrUntrusted = errors.New("host: untrusted deployment")
 	// ErrCheckFailed: a check added with Tools.AddCheck failed after a
 	// call, which is then an error result.
 	ErrCheckFailed = errors.New("host: a check after the call failed")

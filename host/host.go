@@ -32,7 +32,14 @@ type Option func(*options)
 type options struct {
 	logger   *slog.Logger
 	registry *Registry
+	workdir  string
 }
+
+// WithWorkdir names the directory sessions start in by default (the
+// owners' workspace), which Load's trust check takes as writable to the
+// shells of a backend that confines them to their workspace. Default: the
+// working directory.
+func WithWorkdir(dir string) Option { return func(o *options) { o.workdir = dir } }
 
 // WithLogger sets the logger plugins derive theirs from.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
@@ -50,6 +57,9 @@ func Load(ctx context.Context, d *Deployment, opts ...Option) (*Host, error) {
 	}
 	plan, err := Resolve(d, o.registry)
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckTrust(plan, d.File, o.workdir); err != nil {
 		return nil, err
 	}
 	return Start(ctx, plan, opts...)

@@ -55,6 +55,9 @@ type Step struct {
 	// Deps maps each injected key to the step providing it; nil means the
 	// host provides it.
 	Deps map[Key]*Step
+	// Executable is the absolute path of the plugin's executable when the
+	// entry names one (see IsExecutablePath).
+	Executable string
 
 	scope map[Key]Realm // the entry's realm for every isolated key
 	order int           // position in the document, for stable ordering
@@ -128,7 +131,7 @@ func (r *resolver) collect(entries []*Entry, scope map[Key]Realm) error {
 			}
 			continue
 		}
-		p, err := r.lookup(e)
+		p, exe, err := r.lookup(e)
 		if err != nil {
 			return err
 		}
@@ -136,7 +139,7 @@ func (r *resolver) collect(entries []*Entry, scope map[Key]Realm) error {
 		if err != nil {
 			return err
 		}
-		s := &Step{Entry: e, Plugin: p, Config: cfg, Deps: make(map[Key]*Step), scope: scope, order: len(r.steps)}
+		s := &Step{Entry: e, Plugin: p, Config: cfg, Executable: exe, Deps: make(map[Key]*Step), scope: scope, order: len(r.steps)}
 		for _, key := range p.Provides {
 			ref := serviceRef{key, s.Realm(key)}
 			prev, taken := r.providers[ref]
@@ -158,17 +161,17 @@ func (r *resolver) collect(entries []*Entry, scope map[Key]Realm) error {
 // the registration the external loader makes of that executable. A
 // relative path is relative to the deployment file's directory (to the
 // working directory for a deployment that is not a file).
-func (r *resolver) lookup(e *Entry) (Plugin, error) {
+func (r *resolver) lookup(e *Entry) (Plugin, string, error) {
 	if !IsExecutablePath(e.Name) {
 		p, ok := r.reg.Lookup(e.Name)
 		if !ok {
-			return Plugin{}, r.fail(e, "", errorf(ErrUnknownPlugin, "unknown plugin %q (registered: %s)", e.Name, strings.Join(r.names(), ", ")))
+			return Plugin{}, "", r.fail(e, "", errorf(ErrUnknownPlugin, "unknown plugin %q (registered: %s)", e.Name, strings.Join(r.names(), ", ")))
 		}
-		return p, nil
+		return p, "", nil
 	}
 	load := r.reg.External()
 	if load == nil {
-		return Plugin{}, r.fail(e, "", errorf(ErrUnknownPlugin, "%q is a path, and this host loads no executables as plugins", e.Name))
+		return Plugin{}, "", r.fail(e, "", errorf(ErrUnknownPlugin, "%q is a path, and this host loads no executables as plugins", e.Name))
 	}
 	path := e.Name
 	if !filepath.IsAbs(path) {
@@ -185,9 +188,9 @@ func (r *resolver) lookup(e *Entry) (Plugin, error) {
 	}
 	p, err := load(e.Name, path)
 	if err != nil {
-		return Plugin{}, r.fail(e, e.Name, errorf(ErrUnknownPlugin, "%v", err))
+		return Plugin{}, "", r.fail(e, e.Name, errorf(ErrUnknownPlugin, "%v", err))
 	}
-	return p, nil
+	return p, path, nil
 }
 
 func (r *resolver) names() []string {

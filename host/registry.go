@@ -35,6 +35,12 @@ type Plugin struct {
 	// (see Instance): that is how a plugin is closed, checked and measured
 	// without anyone importing it.
 	Apply func(pctx *Context, config any) (any, error)
+	// ShellWritable, for a plugin that runs confined shells, names the
+	// host directories its decoded config lets a shell write below, given
+	// workdir, the directory sessions start in by default. Load refuses a
+	// deployment whose file or plugin executables lie there (see
+	// ErrUntrusted). Nil: the plugin lets no confined shell write here.
+	ShellWritable func(config any, workdir string) []string
 }
 
 // Typed adapts an apply function taking a concrete config pointer.

@@ -135,3 +135,18 @@ func (c *SandboxConfig) policy(workspace, tmp string) sandbox.Policy {
 	}
 	return p
 }
+
+// WritableRoots are the host directories a shell of this sandbox may write
+// below, when sessions start in workdir by default: none unless the mode
+// is workspace-write (a shell with full access may write anything, and
+// nothing is gained by naming it).
+func (c *SandboxConfig) WritableRoots(workdir string) []string {
+	if c.Mode != string(sandbox.WorkspaceWrite) {
+		return nil
+	}
+	ws := c.Workspace
+	if ws == "" {
+		ws = workdir
+	}
+	return append([]string{ws}, c.Writable...)
+}

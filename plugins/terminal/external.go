@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
@@ -36,7 +37,58 @@ func LoadExternal(name, path string) (host.Plugin, error) {
 		Apply: host.Typed(func(pctx *host.Context, cfg *map[string]any) (any, error) {
 			return applyExternal(pctx, path, *cfg)
 		}),
+		ShellWritable: func(cfg any, workdir string) []string {
+			m, ok := cfg.(*map[string]any)
+			if !ok {
+				return nil
+			}
+			return shellWritable(*m, workdir)
+		},
 	}, nil
+}
+
+// shellWritable reads, from an external backend's config, the host
+// directories its shells may write below, as the backends dsh ships
+// configure them: a shell backend's (dsh-backend-bash) sandbox in mode
+// workspace-write, its workspace and writable directories; a docker
+// backend's created containers (image), the workspace and the mounts not
+// marked ro. An ssh backend's shells write on another machine, and an
+// existing container's mounts are not dsh's to know.
+func shellWritable(cfg map[string]any, workdir string) []string {
+	str := func(m map[string]any, key string) string { s, _ := m[key].(string); return s }
+	list := func(m map[string]any, key string) []string {
+		var out []string
+		items, _ := m[key].([]any)
+		for _, it := range items {
+			if s, ok := it.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	orWorkdir := func(dir string) string {
+		if dir == "" {
+			return workdir
+		}
+		return dir
+	}
+	if sb, ok := cfg["sandbox"].(map[string]any); ok {
+		if str(sb, "mode") != "workspace-write" {
+			return nil
+		}
+		return append([]string{orWorkdir(str(sb, "workspace"))}, list(sb, "writable")...)
+	}
+	if str(cfg, "image") == "" {
+		return nil
+	}
+	dirs := []string{orWorkdir(str(cfg, "workspace"))}
+	for _, m := range list(cfg, "mounts") {
+		parts := strings.Split(m, ":")
+		if len(parts) == 2 {
+			dirs = append(dirs, parts[0])
+		}
+	}
+	return dirs
 }
 
 // applyExternal starts the executable and registers the backend it

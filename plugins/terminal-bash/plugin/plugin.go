@@ -20,6 +20,13 @@ func init() {
 		Inject:  []host.Key{terminal.ServiceKey},
 		Config:  func() any { return terminalbash.DefaultConfig() },
 		Apply:   host.Typed(apply),
+		ShellWritable: func(cfg any, workdir string) []string {
+			c, ok := cfg.(*terminalbash.Config)
+			if !ok {
+				return nil
+			}
+			return c.Sandbox.WritableRoots(workdir)
+		},
 	})
 }
 
