@@ -286,3 +286,53 @@ func TestWorkspaceKeepsGitHooksAndConfig(t *testing.T) {
 		t.Errorf("planting hooks in a repository without them: exit 0, %q", out)
 	}
 }
+
+// A shell that makes namespaces of its own still cannot undo the mounts:
+// it has no capability in the sandbox's mount namespace, Landlock refuses
+// mount(2) to it anywhere, and in a mount namespace of its own the
+// copies are locked (what hides dsh's private directory and the devpts
+// cannot be unmounted: EINVAL). It cannot even map its uid in a new user
+// namespace, since /proc is read-only.
+func TestConfinedShellCannotUndoTheMounts(t *testing.T) {
+	requireSandbox(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare")
+	}
+	dir, err := private.Dir()
+	if err != nil {
+		t.Skipf("no private directory: %v", err)
+	}
+	outside := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(outside, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := sandboxed(t, SandboxConfig{Mode: "workspace-write", Network: true})
+	for _, command := range []string{
+		"umount " + dir,
+		"mount -o remount,rw /",
+		"unshare -Um --propagation unchanged sh -c 'mount -o remount,bind,rw / && chmod 777 " + outside + "'",
+		"unshare -Um --propagation unchanged sh -c 'umount -l " + dir + " && ls " + dir + " | grep -q token'",
+		"unshare -Um --propagation unchanged sh -c 'umount -l /dev/pts && ls /dev/pts | grep -qv ptmx'",
+	} {
+		if out, code := outputOf(t, s, command); code == 0 {
+			t.Errorf("%s: exit 0, output %q; want it refused", command, out)
+		}
+	}
+	if fi, err := os.Stat(outside); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the file outside: %v, %v", fi.Mode(), err)
+	}
+}
+
+// What each mode allows still works: a C build in the workspace (it
+// chmods what it links), new files and directories, and running them.
+func TestWorkspaceWriteBuilds(t *testing.T) {
+	requireSandbox(t)
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler")
+	}
+	s, ws := sandboxed(t, SandboxConfig{Mode: "workspace-write", Network: false})
+	build := "cd " + ws + ` && mkdir -p src && printf 'int main(void){return 42;}\n' > src/m.c && cc -o m src/m.c; ./m; echo $?`
+	if out, code := outputOf(t, s, build); code != 0 || out != "42" {
+		t.Errorf("a build in the workspace: exit %d, output %q", code, out)
+	}
+}

@@ -38,14 +38,22 @@ func isolateFiles(p Policy) error {
 	}
 	writable := slices.Clone(p.WritableDirs)
 	slices.SortFunc(writable, func(a, b string) int { return len(a) - len(b) })
+	// A directory below another writable one (or named twice) is
+	// writable through it already, and moving its copy onto the other's
+	// would fail (ELOOP); one below the private directory is covered by
+	// the tmpfs and bound back after it.
 	var outside, inside []string // of the private directory
 	for _, dir := range writable {
-		if p.Private != "" && within(dir, p.Private) {
-			inside = append(inside, dir)
-		} else {
+		switch {
+		case p.Private != "" && within(dir, p.Private):
+			if !slices.Contains(inside, dir) {
+				inside = append(inside, dir)
+			}
+		case !slices.ContainsFunc(outside, func(o string) bool { return within(dir, o) }):
 			outside = append(outside, dir)
 		}
 	}
+	writable = append(slices.Clone(outside), inside...)
 	// The writable trees are copied before everything turns read-only,
 	// and the copies put back on top afterwards.
 	clones := make(map[string]int, len(writable))

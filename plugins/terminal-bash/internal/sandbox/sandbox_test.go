@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -53,5 +54,21 @@ func TestHelperRefusesABadPolicy(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(out), helperPrefix+"decode policy:") {
 		t.Errorf("helper said %q", out)
+	}
+}
+
+// Writable directories may repeat or nest (writable: [/tmp] with a
+// workspace below /tmp): each is writable, once.
+func TestCheckTakesNestedWritableDirectories(t *testing.T) {
+	outer := t.TempDir()
+	inner := filepath.Join(outer, "inner")
+	if err := os.Mkdir(inner, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Check(context.Background(), Policy{Mode: WorkspaceWrite, Network: true, WritableDirs: []string{inner, outer, outer}}); err != nil {
+		if os.Getenv("DSH_REQUIRE_SANDBOX") != "1" && errors.Is(err, ErrUnenforceable) && !strings.Contains(err.Error(), "writable") {
+			t.Skipf("this machine cannot enforce the sandbox: %v", err)
+		}
+		t.Fatal(err)
 	}
 }
