@@ -45,6 +45,12 @@ func CheckTrust(plan *Plan, deploymentFile, workdir string) error {
 	}
 	for i, f := range files {
 		real, err := realPath(f.path)
+		if errors.Is(err, fs.ErrNotExist) && f.path == deploymentFile {
+			// A document given with a file's name but not read from it:
+			// nothing there to rewrite.
+			files[i].path = ""
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("%w: %s %s: %v", ErrUntrusted, f.what, f.path, err)
 		}
@@ -63,7 +69,7 @@ func CheckTrust(plan *Plan, deploymentFile, workdir string) error {
 				continue // nothing there to write below
 			}
 			for _, f := range files {
-				if below(f.path, real) {
+				if f.path != "" && below(f.path, real) {
 					return fmt.Errorf("%w: %s %s lies below %s, which entry %q lets its shells write: keep deployments and plugin executables outside the workspace and the writable paths", ErrUntrusted, f.what, f.path, dir, s.Entry.Path)
 				}
 			}
