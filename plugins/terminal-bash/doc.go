@@ -178,14 +178,21 @@
 //
 // With the sandbox config (or a spawn's SpawnSpec.Sandbox) the shell starts
 // confined by the kernel: internal/sandbox re-executes this binary as a
-// helper that restricts its own thread with Landlock (writes only below
-// the workspace, the session's TMPDIR in the control directory, and the
-// configured directories; from ABI 6 no signal or abstract socket outside
-// the session) and executes bash, in a user namespace of its own and, with
-// network false, a network namespace with only loopback. bash keeps the
-// pid the backend saw at fork, so the proofs, the tracker and the cgroup
-// work as without it. A setting the kernel cannot enforce fails the load,
-// or the spawn that asks for it.
+// helper that confines its own thread and executes bash, in a user
+// namespace of its own in which it keeps no capability and, with network
+// false, a network namespace with only loopback and a seccomp filter that
+// refuses new unix sockets. The modes that restrict files add a mount
+// namespace (every mount read-only, the writable paths bound back; the git
+// hooks and config of a writable repository read-only; dsh's private
+// directory empty but for the session's parts; a devpts of its own) and
+// Landlock (writes only below the workspace, the session's TMPDIR in the
+// control directory, and the configured directories; from ABI 6 no signal
+// or abstract socket outside the session). Such a shell's terminal is made
+// by the helper in its devpts and handed to the backend over a socket, so
+// that ttyname(3) names it inside. bash keeps the pid the backend saw at
+// fork, so the proofs, the tracker and the cgroup work as without it. A
+// setting the kernel cannot enforce fails the load, or the spawn that asks
+// for it.
 //
 // # Decisions
 //

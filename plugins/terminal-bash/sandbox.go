@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dshdev/dsh/config"
+	"github.com/dshdev/dsh/internal/private"
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/sandbox"
 )
 
@@ -23,14 +24,20 @@ type SandboxConfig struct {
 	// user may (no sandbox). "workspace-write": read everything, write
 	// only below the workspace, the session's private temporary directory
 	// (TMPDIR) and the writable directories. "read-only": read
-	// everything, write nothing but the terminal and /dev/null. A confined
-	// shell runs in a user namespace of its own, without dsh's
-	// capabilities (even as root), and cannot signal processes outside
-	// its session (Landlock ABI 6 and later).
+	// everything, write nothing but the terminal and /dev/null. Both
+	// confined modes also refuse chmod, chown, touch and xattrs outside
+	// the writable paths, setuid and setgid modes anywhere, new git hooks
+	// and config in a writable repository, and hide dsh's private
+	// directory and the user's other terminals. A confined shell runs in a
+	// user namespace of its own, without any capability (even as root),
+	// and cannot signal processes outside its session (Landlock ABI 6 and
+	// later).
 	Mode string `json:"mode" jsonschema:"enum=danger-full-access,enum=workspace-write,enum=read-only"`
 	// Network false gives each shell a network namespace of its own in
 	// which only the loopback interface exists: nothing outside the
-	// machine, nor any server of the machine's, can be reached.
+	// machine, nor any server of the machine's, can be reached; and no
+	// unix socket can be made (socketpair still works), so neither can a
+	// socket of the file system (docker.sock, ssh-agent).
 	Network bool `json:"network"`
 	// Workspace is the directory a workspace-write shell may write below.
 	// Empty: the directory the session starts in (the spawn's working
@@ -110,6 +117,9 @@ func checkSandbox(c *SandboxConfig) (int, error) {
 		return 0, nil
 	}
 	p := c.policy(os.TempDir(), "")
+	if dir, err := private.Dir(); err == nil && p.OwnTerminal() {
+		p.Private = dir // hidden as a shell's would be
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), sandboxCheckBound)
 	defer cancel()
 	r, err := sandbox.Check(ctx, p)

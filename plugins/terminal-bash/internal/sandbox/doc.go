@@ -1,9 +1,14 @@
 // Package sandbox confines a shell with the kernel, never with path checks
 // in Go: Landlock limits what the shell and everything it starts may write
 // (and, from Landlock ABI 6, whom they may signal and which abstract
-// sockets they may reach), a user namespace takes away the capabilities of
-// dsh's user, and a network namespace of its own, with only a loopback
-// interface, takes away the network.
+// sockets they may reach); a mount namespace makes everything else
+// read-only (no chmod, chown, utimes or xattr outside the writable paths,
+// which Landlock has no right for), keeps git hooks and config read-only,
+// hides dsh's private directory and gives the shell a devpts of its own; a
+// user namespace in which the shell keeps no capability takes away dsh's
+// (root's, say); a network namespace of its own, with only a loopback
+// interface, takes away the network, and a seccomp filter the unix
+// sockets that are reached through the file system.
 //
 // # How a shell is confined
 //
@@ -22,10 +27,10 @@
 // # What the kernel must offer
 //
 // Check runs the helper once without a shell, with the policy's
-// namespaces, and reports the Landlock ABI it found. A policy the kernel
-// cannot enforce (Landlock below ABI 3, user or network namespaces
-// refused) is an error naming what is missing; a mode is never
-// downgraded in silence. Above ABI 3 Landlock is used in best-effort mode:
+// namespaces, mounts and filter, and reports the Landlock ABI it found. A
+// policy the kernel cannot enforce (Landlock below ABI 3, user, mount or
+// network namespaces refused, no mount_setattr, no seccomp) is an error
+// naming what is missing; a mode is never downgraded in silence. Above ABI 3 Landlock is used in best-effort mode:
 // the rights a newer kernel adds (device ioctls, signal scoping) are used
 // where present and the effective ABI is reported.
 package sandbox
