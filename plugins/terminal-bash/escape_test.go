@@ -168,6 +168,11 @@ func TestConfinedShellReachesNoOtherTerminal(t *testing.T) {
 			if out, code := outputOf(t, s, newTerminal); code != 0 || out != "/dev/pts/1 x" {
 				t.Errorf("a new terminal: exit %d, output %q", code, out)
 			}
+			if _, err := exec.LookPath("script"); err == nil {
+				if out, code := outputOf(t, s, "script -qc tty /dev/null </dev/null | tr -d '\\r'"); code != 0 || out != "/dev/pts/1" {
+					t.Errorf("script: exit %d, output %q; want a new terminal of the sandbox's", code, out)
+				}
+			}
 		})
 	}
 }

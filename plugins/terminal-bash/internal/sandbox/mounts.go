@@ -228,7 +228,7 @@ func readOnlyBind(path string) error {
 
 // privateDevpts mounts a devpts instance of the shell's own at /dev/pts,
 // and points /dev/ptmx at it: the terminals of dsh's user are out of
-// sight, and a program that needs a new terminal (script, ssh -t, tmux)
+// sight, and a program that needs a new terminal (script, expect)
 // gets one there.
 func privateDevpts() error {
 	if err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
