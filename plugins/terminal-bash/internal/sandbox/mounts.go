@@ -173,7 +173,8 @@ func protectGit(dir string) error {
 	gitPath := filepath.Join(dir, ".git")
 	fi, err := os.Lstat(gitPath)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission):
+		// Out of this user's reach, and so of the shell's.
 		return nil
 	case err != nil:
 		return fmt.Errorf("protect %s: %w", gitPath, err)
@@ -198,11 +199,9 @@ func protectGit(dir string) error {
 		if err := unix.Mount(g, g, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("protect %s: %w", g, err)
 		}
-		hooks := filepath.Join(g, "hooks")
-		// A missing hooks directory would be the agent's to create.
-		if err := os.Mkdir(hooks, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("protect %s: %w", hooks, err)
-		}
+		// A missing hooks directory would be the agent's to create. Where
+		// this user may not create it, neither may the shell.
+		_ = os.Mkdir(filepath.Join(g, "hooks"), 0o755)
 		for _, name := range []string{"hooks", "config", "config.worktree"} {
 			if err := readOnlyBind(filepath.Join(g, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
