@@ -291,16 +291,16 @@ func (b *Backend) create(ctx context.Context, spec termapi.SpawnSpec) (string, b
 		m, _ := parseMount(spec) // valid: checked at load
 		hc.Mounts = append(hc.Mounts, m)
 	}
-	if mem := cmp.Or(b.cfg.Memory, defaultMemory); mem != memoryUnlimited {
-		n, _ := units.RAMInBytes(mem)
-		hc.Memory = n
-		hc.MemorySwap = n // no swap beyond the limit
+	lim := b.limits()
+	if lim.Memory > 0 {
+		hc.Memory = lim.Memory
+		hc.MemorySwap = lim.Memory // no swap beyond the limit
 	}
-	if b.cfg.CPUs > 0 {
-		hc.NanoCPUs = int64(b.cfg.CPUs * 1e9)
+	if lim.CPU > 0 {
+		hc.NanoCPUs = int64(lim.CPU * 1e9)
 	}
-	if pids := cmp.Or(b.cfg.PidsLimit, defaultPidsLimit); pids > 0 {
-		hc.PidsLimit = ptr(pids)
+	if lim.Pids > 0 {
+		hc.PidsLimit = ptr(int64(lim.Pids))
 	}
 	// Nothing the image's root could do to the host's project: no
 	// capability but those configured, no gain through setuid programs,
@@ -366,14 +366,18 @@ func randomSuffix() string {
 }
 
 // limits are the limits a session's container runs under: those the
-// config gives the containers dsh creates; none in an existing container.
+// config gives the containers dsh creates, with the defaults where it
+// gives none; none in an existing container.
 func (b *Backend) limits() termapi.Limits {
 	if b.cfg.Image == "" {
 		return termapi.Limits{}
 	}
-	l := termapi.Limits{Pids: int(b.cfg.PidsLimit), CPU: b.cfg.CPUs}
-	if b.cfg.Memory != "" {
-		l.Memory, _ = units.RAMInBytes(b.cfg.Memory) // checked at load
+	l := termapi.Limits{CPU: b.cfg.CPUs}
+	if pids := cmp.Or(b.cfg.PidsLimit, defaultPidsLimit); pids > 0 {
+		l.Pids = int(pids)
+	}
+	if mem := cmp.Or(b.cfg.Memory, defaultMemory); mem != memoryUnlimited {
+		l.Memory, _ = units.RAMInBytes(mem) // checked at load
 	}
 	return l
 }
