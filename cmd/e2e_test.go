@@ -303,7 +303,10 @@ func TestE2EStdioEOFMidCall(t *testing.T) {
 	started := fifo(t)
 	go cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": sleeper(started)}})
 	sleepPid := readPid(t, started)
+	// The client dies: both its pipes close. (A client that only closes
+	// stdin gets the answers to what it sent first: TestServePipedSession.)
 	stdin.Close()
+	stdout.Close()
 	if err := recv(t, exited, "dsh to exit at stdin EOF"); err != nil {
 		t.Fatalf("dsh: %v (stderr %q)", err, stderr.String())
 	}
