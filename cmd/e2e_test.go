@@ -327,7 +327,7 @@ type httpDsh struct {
 	metricsURL string
 }
 
-var servingLine = regexp.MustCompile(`^dsh: serving MCP \(streamable HTTP\) at (http://\S+/mcp)$`)
+var servingLine = regexp.MustCompile(`^dsh: serving MCP \(streamable HTTP\) at (https?://\S+/mcp)$`)
 
 // testToken is the bearer token startHTTP's servers accept.
 const testToken = "e2e-test-token-0123456789abcdefghijklmnop"
@@ -604,11 +604,12 @@ func TestE2EStdioClientDiesWithStderr(t *testing.T) {
 	assertGone(t, pid)
 }
 
-var tokenLine = regexp.MustCompile(`^dsh: clients must send "Authorization: Bearer <token>"; the token is in (\S+) \(removed when dsh stops\)$`)
+var tokenLine = regexp.MustCompile(`^dsh: clients must send "Authorization: Bearer <token>"; the token is in (\S+) \(kept for the next start: --rotate-token makes a new one, --token-file (\S+) serves it on another address\)$`)
 
 // TestE2EHTTPTokenByDefault: serving HTTP makes a token, writes it where
 // only this user can read it, says where, and refuses every request
-// without it. The file goes when dsh stops.
+// without it, with a 401 that names the Bearer scheme. The file is kept
+// for the next start (TestE2EHTTPTokenKeptAcrossRestarts).
 func TestE2EHTTPTokenByDefault(t *testing.T) {
 	runtime := t.TempDir()
 	d := startHTTPEnv(t, []string{"XDG_RUNTIME_DIR=" + runtime})
@@ -654,6 +655,11 @@ func TestE2EHTTPTokenByDefault(t *testing.T) {
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("Authorization %q: %s, want 401", auth, resp.Status)
 		}
+		// RFC 6750: without the challenge, clients take the 401 for a
+		// server that wants OAuth.
+		if c := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(c, "Bearer") {
+			t.Fatalf("Authorization %q: WWW-Authenticate %q, want Bearer", auth, c)
+		}
 	}
 	d.client.Transport = bearer{token, d.client.Transport}
 	cs := d.connect(t)
@@ -662,8 +668,8 @@ func TestE2EHTTPTokenByDefault(t *testing.T) {
 	}
 	cs.Close()
 	d.stop(t, syscall.SIGTERM)
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Fatalf("the token file outlived dsh: %v", err)
+	if m[2] != path {
+		t.Fatalf("--token-file %s is not the token's file %s", m[2], path)
 	}
 }
 
