@@ -182,7 +182,21 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 // as the command runs. The returned func stops it.
 func (f *Front) reportProgress(ctx context.Context, ss *mcp.ServerSession, token any) (stop func()) {
 	start := time.Now()
+	// A client forgets a call's progress token when it cancels the call
+	// or gets its answer, and then takes a late report for an error of the
+	// connection (Claude Code: "Received a progress notification for an
+	// unknown token"). So a report is made only while the call runs: the
+	// check of ctx and the write share a lock with the end of reporting,
+	// and a cancellation (which cancels ctx at once) is seen by every
+	// report that starts after it.
+	var mu sync.Mutex
+	over := false
 	report := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if over || ctx.Err() != nil {
+			return
+		}
 		elapsed := time.Since(start).Round(time.Second)
 		err := ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 			ProgressToken: token,
@@ -212,7 +226,10 @@ func (f *Front) reportProgress(ctx context.Context, ss *mcp.ServerSession, token
 	}()
 	return func() {
 		close(quit)
-		<-finished // no report after the result
+		<-finished
+		mu.Lock()
+		over = true // no report after the result
+		mu.Unlock()
 	}
 }
 
