@@ -166,6 +166,11 @@ func (g *globals) readDeployment() (*host.Deployment, error) {
 	if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
 		return nil, usageError{err} // a file that is not there is the flag's fault
 	}
+	if err == nil && len(d.Entries) == 0 {
+		// Most likely the wrong file, or one not written yet: nothing
+		// would be served.
+		return nil, &host.DeploymentError{File: d.Source, Err: errors.New("no entries: a deployment is a YAML list of plugin entries (see deployments/default.yaml)")}
+	}
 	return d, err
 }
 
