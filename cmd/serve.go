@@ -44,6 +44,7 @@ type serveFlags struct {
 	rotateToken bool
 	tlsCert     string
 	tlsKey      string
+	allowRoots  []string
 }
 
 func serveCommand(g *globals) *cobra.Command {
@@ -92,6 +93,7 @@ stderr, never to stdout.`,
 	cmd.Flags().BoolVar(&f.rotateToken, "rotate-token", false, "with --http: replace the token kept from an earlier start with a new one (clients need the new one)")
 	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "with --http: serve HTTPS with this certificate (PEM; with --tls-key)")
 	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "with --http: the private key of --tls-cert (PEM)")
+	cmd.Flags().StringArrayVar(&f.allowRoots, "allow-root", nil, "a directory a client's workspace may be in: a client that declares MCP roots works in its first root if that is in one of these (repeatable; otherwise --workdir)")
 	return cmd
 }
 
@@ -111,6 +113,11 @@ func (f *serveFlags) check(cmd *cobra.Command) (tokens *mcpfront.Tokens, tlsConf
 	}
 	if f.noAuth && f.tokenFile != "" {
 		return nil, nil, usageError{errors.New("--no-auth and --token-file contradict each other")}
+	}
+	for _, dir := range f.allowRoots {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return nil, nil, usageError{fmt.Errorf("--allow-root %q is not a directory", dir)}
+		}
 	}
 	if f.maxSessions < 0 {
 		return nil, nil, usageError{fmt.Errorf("--max-sessions %d: must not be negative", f.maxSessions)}
@@ -222,7 +229,7 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 	if peers != nil {
 		peers.logger = h.Logger()
 	}
-	opts := mcpfront.Options{Workdir: wd, Logger: h.Logger(), Version: versionString()}
+	opts := mcpfront.Options{Workdir: wd, Logger: h.Logger(), Version: versionString(), AllowedRoots: f.allowRoots}
 	if m != nil {
 		opts.Calls = m
 	}

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +43,11 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Calls, when set, learns how every tool call went (metrics).
 	Calls CallObserver
+	// AllowedRoots are directories a client's workspace may be in: a
+	// session whose client declares MCP roots gets its first root as its
+	// workspace, instead of Workdir, if that root is one of these or
+	// below one (symlinks resolved). Empty: every owner works in Workdir.
+	AllowedRoots []string
 }
 
 // CallObserver learns how each tool call went: the tool, the outcome
@@ -71,6 +79,7 @@ type Front struct {
 	calls    CallObserver
 	requests requests
 	users    sessionUsers // over HTTP with tokens: who opened each session
+	roots    []string     // Options.AllowedRoots, resolved
 
 	mu      sync.Mutex
 	closing bool
@@ -107,6 +116,13 @@ func New(h *host.Host, opts Options) *Front {
 		logger:   opts.Logger,
 		owners:   make(map[*mcp.ServerSession]*host.Owner),
 	}
+	for _, dir := range opts.AllowedRoots {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			f.roots = append(f.roots, real)
+		} else {
+			f.logger.Warn("an allowed root is not usable", "dir", dir, "error", err)
+		}
+	}
 	var instructions []string
 	for _, t := range h.Tools().List() {
 		if t.Instructions != "" {
@@ -139,7 +155,7 @@ func New(h *host.Host, opts Options) *Front {
 }
 
 func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	owner, err := f.ownerFor(req.Session)
+	owner, err := f.ownerFor(req.Session, func() string { return f.workspace(ctx, req.Session) })
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
@@ -252,15 +268,23 @@ func (f *Front) callContext(ctx context.Context, owner *host.Owner, extra *mcp.R
 	}
 }
 
-// ownerFor returns the session's owner, creating it on first use together
-// with the watcher that closes it when the session ends.
-func (f *Front) ownerFor(ss *mcp.ServerSession) (*host.Owner, error) {
+// ownerFor returns the session's owner, creating it on first use, in the
+// workspace workdir returns, together with the watcher that closes it when
+// the session ends.
+func (f *Front) ownerFor(ss *mcp.ServerSession, workdir func() string) (*host.Owner, error) {
+	f.mu.Lock()
+	o, ok := f.owners[ss]
+	f.mu.Unlock()
+	dir := f.workdir
+	if !ok && workdir != nil {
+		dir = workdir() // it may ask the client: not under the lock
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closing {
 		return nil, ErrClosed
 	}
-	if o, ok := f.owners[ss]; ok {
+	if o, ok = f.owners[ss]; ok {
 		if o == nil || !o.Live() {
 			return nil, ErrSessionClosed
 		}
@@ -269,12 +293,12 @@ func (f *Front) ownerFor(ss *mcp.ServerSession) (*host.Owner, error) {
 	// Random, never the session id: over HTTP that id is the session's only
 	// credential, and the owner id reaches the shell's environment
 	// (DSH_SESSION_ID) and the logs.
-	o, err := f.host.NewOwner("mcp-"+rand.Text(), f.workdir)
+	o, err := f.host.NewOwner("mcp-"+rand.Text(), dir)
 	if err != nil {
 		return nil, fmt.Errorf("mcpfront: new owner: %w", err)
 	}
 	f.owners[ss] = o
-	f.logger.Debug("owner created", "owner", o.ID())
+	f.logger.Debug("owner created", "owner", o.ID(), "workdir", o.Workdir())
 	f.watchers.Go(func() {
 		err := ss.Wait()
 		f.logger.Debug("session ended", "owner", o.ID(), "error", err)
@@ -407,4 +431,60 @@ func (f *Front) Close(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("mcpfront: waiting for sessions to close: %w", ctx.Err()))
 	}
 	return errors.Join(errs...)
+}
+
+// rootsBound bounds asking a client for its roots: a client that declared
+// them but does not answer gets Workdir.
+const rootsBound = 10 * time.Second
+
+// workspace is where a new owner of ss works: the client's first MCP root,
+// when the client declares roots and that root lies within an allowed
+// directory; otherwise Workdir. A root outside them is refused, with a
+// log line that says why.
+func (f *Front) workspace(ctx context.Context, ss *mcp.ServerSession) string {
+	if len(f.roots) == 0 || ss == nil {
+		return f.workdir
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil {
+		return f.workdir
+	}
+	ctx, cancel := context.WithTimeout(ctx, rootsBound)
+	defer cancel()
+	res, err := ss.ListRoots(ctx, nil)
+	if err != nil {
+		f.logger.Info("the client's roots could not be listed; the session works in the default workspace", "error", err)
+		return f.workdir
+	}
+	if len(res.Roots) == 0 {
+		return f.workdir
+	}
+	dir, err := f.allowedRoot(res.Roots[0].URI)
+	if err != nil {
+		f.logger.Warn("the client's first root is refused; the session works in the default workspace", "root", res.Roots[0].URI, "error", err)
+		return f.workdir
+	}
+	return dir
+}
+
+// allowedRoot returns the directory a root's file URI names, symlinks
+// resolved, if it is an allowed root or lies below one.
+func (f *Front) allowedRoot(uri string) (string, error) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(u.Path) {
+		return "", fmt.Errorf("not a local file URI")
+	}
+	real, err := filepath.EvalSymlinks(filepath.Clean(u.Path))
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", real)
+	}
+	for _, allowed := range f.roots {
+		if rel, err := filepath.Rel(allowed, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return real, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not within an --allow-root directory", real)
 }
