@@ -128,7 +128,7 @@ func newRootCommand(g *globals) *cobra.Command {
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
 	for _, c := range []func(*globals) *cobra.Command{
-		serveCommand, replCommand, checkCommand, toolsCommand, callCommand, versionCommand,
+		serveCommand, replCommand, checkCommand, toolsCommand, callCommand, sessionsCommand, versionCommand,
 	} {
 		root.AddCommand(c(g))
 	}

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/internal/audit"
 	"github.com/dshdev/dsh/internal/mcpfront"
 )
 
@@ -45,6 +46,8 @@ type serveFlags struct {
 	tlsCert     string
 	tlsKey      string
 	allowRoots  []string
+	auditLog    string
+	auditRedact []string
 }
 
 func serveCommand(g *globals) *cobra.Command {
@@ -93,6 +96,8 @@ stderr, never to stdout.`,
 	cmd.Flags().BoolVar(&f.rotateToken, "rotate-token", false, "with --http: replace the token kept from an earlier start with a new one (clients need the new one)")
 	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "with --http: serve HTTPS with this certificate (PEM; with --tls-key)")
 	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "with --http: the private key of --tls-cert (PEM)")
+	cmd.Flags().StringVar(&f.auditLog, "audit-log", "", "append a JSON line per tool call to this file (time, session, owner, client, tool, command, outcome, exit code, duration, output size)")
+	cmd.Flags().StringArrayVar(&f.auditRedact, "audit-redact", nil, "with --audit-log: replace what this regular expression matches in commands with [REDACTED] (repeatable; '(?s).+' leaves commands out)")
 	cmd.Flags().StringArrayVar(&f.allowRoots, "allow-root", nil, "a directory a client's workspace may be in: a client that declares MCP roots works in its first root if that is in one of these (repeatable; otherwise --workdir)")
 	return cmd
 }
@@ -178,6 +183,13 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 	if err != nil {
 		return err
 	}
+	auditLog, err := f.openAudit()
+	if err != nil {
+		return err
+	}
+	if auditLog != nil {
+		defer auditLog.Close()
+	}
 	ln, peers, auth, err := f.listen(tokens)
 	if err != nil {
 		return err
@@ -229,11 +241,17 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 	if peers != nil {
 		peers.logger = h.Logger()
 	}
-	opts := mcpfront.Options{Workdir: wd, Logger: h.Logger(), Version: versionString(), AllowedRoots: f.allowRoots}
+	opts := mcpfront.Options{Workdir: wd, Logger: h.Logger(), Version: versionString(), AllowedRoots: f.allowRoots, Audit: auditLog}
 	if m != nil {
 		opts.Calls = m
 	}
 	front = mcpfront.New(h, opts)
+	serving := "stdio"
+	if ln != nil {
+		serving = ln.Addr().String()
+	}
+	stopAdmin := startAdmin(h, front, serving, h.Logger())
+	defer stopAdmin()
 	var sides []*sideServer
 	if metricsLn != nil {
 		sides = append(sides, startSideServer(metricsLn, m.handler(), h.Logger()))
@@ -533,4 +551,19 @@ func (f *serveFlags) loadTLS() (*tls.Config, error) {
 		return nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// openAudit opens --audit-log; nil without it.
+func (f *serveFlags) openAudit() (*audit.Log, error) {
+	if f.auditLog == "" {
+		if len(f.auditRedact) > 0 {
+			return nil, usageError{errors.New("--audit-redact needs --audit-log")}
+		}
+		return nil, nil
+	}
+	l, err := audit.Open(f.auditLog, f.auditRedact)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--audit-log: %w", err)}
+	}
+	return l, nil
 }

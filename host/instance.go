@@ -32,4 +32,20 @@ type (
 	Checker interface {
 		Invariants() map[string]func(ctx context.Context) error
 	}
+
+	// Holder is an instance that holds processes for owners (the
+	// terminals service: their shells). Holding lists them for one owner,
+	// for an operator's listing of sessions (dsh sessions).
+	Holder interface {
+		Holding(owner *Owner) []Held
+	}
 )
+
+// Held is one thing an instance holds for an owner.
+type Held struct {
+	// What it is: "shell session pty-3 (shell)".
+	What string `json:"what"`
+	// PID is its top process on this machine; 0 when it has none here (a
+	// shell on another machine, or in a container of a remote daemon).
+	PID int `json:"pid,omitempty"`
+}

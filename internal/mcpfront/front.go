@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/internal/audit"
 )
 
 // Errors a call's context can be cancelled with (see context.Cause).
@@ -43,6 +44,8 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Calls, when set, learns how every tool call went (metrics).
 	Calls CallObserver
+	// Audit, when set, gets a record of every tool call.
+	Audit *audit.Log
 	// AllowedRoots are directories a client's workspace may be in: a
 	// session whose client declares MCP roots gets its first root as its
 	// workspace, instead of Workdir, if that root is one of these or
@@ -80,6 +83,7 @@ type Front struct {
 	requests requests
 	users    sessionUsers // over HTTP with tokens: who opened each session
 	roots    []string     // Options.AllowedRoots, resolved
+	audit    *audit.Log
 
 	mu      sync.Mutex
 	closing bool
@@ -89,6 +93,8 @@ type Front struct {
 	// a session that is ending never gets a new one. A nil owner marks a
 	// session Serve is ending before it had one.
 	owners map[*mcp.ServerSession]*host.Owner
+	// states are the sessions with an owner (sessions.go).
+	states map[*mcp.ServerSession]*sessionState
 	// watchers close an owner when its session ends; Close waits for them.
 	watchers sync.WaitGroup
 }
@@ -115,6 +121,8 @@ func New(h *host.Host, opts Options) *Front {
 		workdir:  opts.Workdir,
 		logger:   opts.Logger,
 		owners:   make(map[*mcp.ServerSession]*host.Owner),
+		states:   make(map[*mcp.ServerSession]*sessionState),
+		audit:    opts.Audit,
 	}
 	for _, dir := range opts.AllowedRoots {
 		if real, err := filepath.EvalSymlinks(dir); err == nil {
@@ -165,16 +173,25 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 		defer f.reportProgress(ctx, req.Session, token)()
 	}
 	start := time.Now()
+	st := f.beginCall(req.Session, owner, req.Extra, name, req.Params.Arguments, start)
+	var notes *host.Notes
+	if f.audit != nil {
+		ctx, notes = host.WithNotes(ctx)
+	}
 	res := f.host.Tools().Call(ctx, owner, name, req.Params.Arguments)
+	f.endCall(st)
+	outcome := OutcomeOK
+	switch {
+	case ctx.Err() != nil:
+		outcome = OutcomeCancelled
+	case res.IsError:
+		outcome = OutcomeError
+	}
 	if f.calls != nil {
-		outcome := OutcomeOK
-		switch {
-		case ctx.Err() != nil:
-			outcome = OutcomeCancelled
-		case res.IsError:
-			outcome = OutcomeError
-		}
 		f.calls.ObserveCall(name, outcome, time.Since(start))
+	}
+	if f.audit != nil {
+		f.auditCall(st, name, req.Params.Arguments, start, outcome, res, notes.Map())
 	}
 	if errors.Is(context.Cause(ctx), context.Canceled) {
 		// The client cancelled the request (notifications/cancelled):
@@ -330,6 +347,7 @@ func (f *Front) closeOwner(ctx context.Context, ss *mcp.ServerSession) error {
 func (f *Front) forget(ss *mcp.ServerSession) {
 	f.mu.Lock()
 	delete(f.owners, ss)
+	delete(f.states, ss)
 	f.mu.Unlock()
 	f.users.forget(ss.ID())
 }

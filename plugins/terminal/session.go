@@ -176,6 +176,15 @@ func (s *Service) List(owner *host.Owner) []SessionInfo {
 	return infos
 }
 
+// Holding lists the owner's sessions for an operator (host.Holder).
+func (s *Service) Holding(owner *host.Owner) []host.Held {
+	var out []host.Held
+	for _, info := range s.List(owner) {
+		out = append(out, host.Held{What: fmt.Sprintf("terminal session %s (%s)", info.ID, info.Type), PID: info.PID})
+	}
+	return out
+}
+
 // liveSend is a backend Send that frees the service's slot once its holder
 // has seen it settle.
 type liveSend struct {
