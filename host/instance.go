@@ -39,6 +39,14 @@ type (
 	Holder interface {
 		Holding(owner *Owner) []Held
 	}
+
+	// Interrupter is an instance that can interrupt what runs for an
+	// owner the way a person's Ctrl-C in a terminal does (the terminals
+	// service: SIGINT to each shell's foreground job), leaving its shells
+	// as they are. dsh repl uses it.
+	Interrupter interface {
+		Interrupt(ctx context.Context, owner *Owner) error
+	}
 )
 
 // Held is one thing an instance holds for an owner.

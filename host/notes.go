@@ -49,3 +49,25 @@ func (n *Notes) Map() map[string]any {
 	defer n.mu.Unlock()
 	return maps.Clone(n.m)
 }
+
+// A front can also watch a call's output as it comes (dsh repl prints it
+// while the command runs): it gives the call a context from WithOutput,
+// and a tool passes its output to Output as it reads it, complete lines at
+// a time. The result stays what the model sees.
+
+type outputKey struct{}
+
+// WithOutput returns a context whose calls' output, as the tool reads it,
+// goes to watch. watch must be quick, and safe to call from another
+// goroutine than the caller's.
+func WithOutput(ctx context.Context, watch func(text string)) context.Context {
+	return context.WithValue(ctx, outputKey{}, watch)
+}
+
+// Output passes text, output of the call ctx belongs to, to whoever
+// watches it; nothing when nobody does.
+func Output(ctx context.Context, text string) {
+	if watch, _ := ctx.Value(outputKey{}).(func(string)); watch != nil {
+		watch(text)
+	}
+}

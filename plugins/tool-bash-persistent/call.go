@@ -338,6 +338,7 @@ func (r *run) drain(send termapi.Send) (termapi.SendResult, error) {
 			r.held.write(text)
 		} else {
 			r.out.write(text)
+			host.Output(r.parent, text)
 		}
 	}
 	res, err := send.Wait(r.ctx)
