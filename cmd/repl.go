@@ -277,20 +277,18 @@ func (r *repl) call(ctx context.Context, command string) {
 	shown := strings.TrimSuffix(streamed.String(), "\n")
 	streamed.Reset()
 	mu.Unlock()
+	// stdout ends up with exactly the result: what was shown, then the
+	// rest (the lines streamed are whole, so the rest starts a line).
 	text := res.Text
 	switch {
 	case shown == "":
 	case strings.HasPrefix(text, shown):
-		// What the model got begins with what was shown: the rest.
-		text = text[len(shown):]
-		if text != "" && !strings.HasPrefix(text, "\n") {
-			text = "\n" + text
-		}
+		text = strings.TrimPrefix(text[len(shown):], "\n")
 	default:
 		fmt.Fprintln(r.status, r.faint("[what the model got:]"))
 	}
 	fmt.Fprint(r.out, text)
-	if res.Text != "" && !strings.HasSuffix(res.Text, "\n") {
+	if text != "" && !strings.HasSuffix(text, "\n") {
 		fmt.Fprintln(r.out)
 	}
 	note := formatElapsed(elapsed)

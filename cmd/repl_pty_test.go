@@ -104,9 +104,9 @@ func TestReplOnATerminal(t *testing.T) {
 	r.typeKeys("\x1b[A\r")
 	r.waitFor("a42")
 	r.waitFor("dsh$ ")
-	// Editing: left arrow twice, then insert.
-	r.typeKeys("echo bc\x1b[D\x1b[D_\r")
-	r.waitFor("_bc")
+	// Editing: left arrow twice, then insert: echo e$((6*9)).
+	r.typeKeys("echo e$((6*))\x1b[D\x1b[D9\r")
+	r.waitFor("e54")
 	r.waitFor("dsh$ ")
 	// Ctrl-R finds the earlier command by a part of it.
 	r.typeKeys("\x12" + "40+2")
