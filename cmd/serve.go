@@ -60,21 +60,25 @@ name, description and input schema. By default it speaks MCP over
 stdin/stdout, for a client that starts dsh itself; with --http it serves
 streamable HTTP at /mcp on ADDR.
 
-Over HTTP every request must carry a bearer token: a fresh one is made at
-start and written, readable by you only, to a file in your runtime
-directory ($XDG_RUNTIME_DIR/dsh), whose path dsh prints together with
-client settings to paste; --token-file names your own (one token per
-line, each its own identity). --no-auth turns that off, on a loopback
+Over HTTP every request must carry a bearer token: one is made the first
+time an address is served and kept, readable by you only, in a file in
+your runtime directory ($XDG_RUNTIME_DIR/dsh), whose path dsh prints
+together with client settings to paste; a restart uses it again, until
+--rotate-token. --token-file names your own (one token per line, each its
+own identity). --tls-cert and --tls-key serve HTTPS. --no-auth turns that off, on a loopback
 address only. Requests must name this server in their Host header: a
 loopback name, the listen host, or an --allowed-host. --http unix:PATH
 serves on a unix socket instead, in a directory private to you; only your
 own processes may connect (checked with SO_PEERCRED), and no token is
 needed.
 
-One MCP session is one owner: its own shell, started in --workdir, closed
-when the session ends (stdin EOF; over HTTP a DELETE or --idle-timeout).
-Stdin EOF, SIGINT or SIGTERM closes every shell and exits 0. Logs go to
-stderr, never to stdout.`,
+One MCP session is one owner: its own shell, started in --workdir (or, with
+--allow-root, in the client's first MCP root), closed when the session ends
+(stdin EOF; over HTTP a DELETE or --idle-timeout). At stdin EOF the
+requests read before are answered, then every shell is closed and dsh
+exits 0; SIGINT or SIGTERM closes every shell and exits 0. Logs go to
+stderr, never to stdout. --audit-log records every tool call; dsh
+sessions lists the running servers' sessions.`,
 		Example: `  dsh serve
   dsh serve --workdir ~/project
   dsh serve --http 127.0.0.1:8080
