@@ -32,6 +32,7 @@ func TestE2EHTTPWorkspaceFromRoots(t *testing.T) {
 		t.Helper()
 		client := newE2EClient()
 		for _, r := range roots {
+			//lint:ignore SA1019 roots are what the feature reads (deprecated from 2026-07-28; HTTP sessions are at 2025-11-25)
 			client.AddRoots(&mcp.Root{URI: (&url.URL{Scheme: "file", Path: r}).String()})
 		}
 		cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: d.url, HTTPClient: d.client}, nil)

@@ -290,7 +290,7 @@ func (f *Front) callContext(ctx context.Context, owner *host.Owner, extra *mcp.R
 // the session ends.
 func (f *Front) ownerFor(ss *mcp.ServerSession, workdir func() string) (*host.Owner, error) {
 	f.mu.Lock()
-	o, ok := f.owners[ss]
+	_, ok := f.owners[ss]
 	f.mu.Unlock()
 	dir := f.workdir
 	if !ok && workdir != nil {
@@ -301,7 +301,7 @@ func (f *Front) ownerFor(ss *mcp.ServerSession, workdir func() string) (*host.Ow
 	if f.closing {
 		return nil, ErrClosed
 	}
-	if o, ok = f.owners[ss]; ok {
+	if o, ok := f.owners[ss]; ok {
 		if o == nil || !o.Live() {
 			return nil, ErrSessionClosed
 		}
@@ -463,13 +463,17 @@ func (f *Front) workspace(ctx context.Context, ss *mcp.ServerSession) string {
 	if len(f.roots) == 0 || ss == nil {
 		return f.workdir
 	}
+	// Roots are deprecated from protocol 2026-07-28 (SEP-2577), but HTTP
+	// sessions are held at 2025-11-25 (see the package doc), where they
+	// are what clients declare their workspace with.
 	ip := ss.InitializeParams()
+	//lint:ignore SA1019 see above
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil {
 		return f.workdir
 	}
 	ctx, cancel := context.WithTimeout(ctx, rootsBound)
 	defer cancel()
-	res, err := ss.ListRoots(ctx, nil)
+	res, err := ss.ListRoots(ctx, nil) //lint:ignore SA1019 see above
 	if err != nil {
 		f.logger.Info("the client's roots could not be listed; the session works in the default workspace", "error", err)
 		return f.workdir
