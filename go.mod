@@ -3,6 +3,7 @@ module github.com/dshdev/dsh
 go 1.26.0
 
 require (
+	github.com/chzyer/readline v1.5.1
 	github.com/containerd/errdefs v1.0.0
 	github.com/creack/pty v1.1.24
 	github.com/docker/docker v28.5.2+incompatible

@@ -128,7 +128,7 @@ func newRootCommand(g *globals) *cobra.Command {
 	})
 	root.CompletionOptions.DisableDefaultCmd = true
 	for _, c := range []func(*globals) *cobra.Command{
-		serveCommand, replCommand, checkCommand, toolsCommand, callCommand, versionCommand,
+		serveCommand, replCommand, checkCommand, toolsCommand, callCommand, sessionsCommand, versionCommand,
 	} {
 		root.AddCommand(c(g))
 	}
@@ -165,6 +165,11 @@ func (g *globals) readDeployment() (*host.Deployment, error) {
 	d, err := host.ReadDeployment(g.deployment, nil)
 	if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
 		return nil, usageError{err} // a file that is not there is the flag's fault
+	}
+	if err == nil && len(d.Entries) == 0 {
+		// Most likely the wrong file, or one not written yet: nothing
+		// would be served.
+		return nil, &host.DeploymentError{File: d.Source, Err: errors.New("no entries: a deployment is a YAML list of plugin entries (see deployments/default.yaml)")}
 	}
 	return d, err
 }

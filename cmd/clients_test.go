@@ -240,7 +240,12 @@ func (m *scriptedResponses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	send("response.completed", map[string]any{"response": resp})
 }
 
-var codexSnippet = regexp.MustCompile(`(?m)^dsh:   Codex: export DSH_TOKEN="\$\(cat (\S+)\)", and in ~/\.codex/config\.toml: \[mcp_servers\.dsh\] url = "(\S+)" bearer_token_env_var = "DSH_TOKEN"$`)
+var codexSnippet = regexp.MustCompile(`(?m)^dsh:   Codex: export DSH_TOKEN="\$\(cat (\S+)\)", and in ~/\.codex/config\.toml:\n((?:dsh:     .*\n)+)`)
+
+// codexTOML is the TOML dsh prints for Codex, without its line prefixes.
+func codexTOML(printed string) string {
+	return strings.ReplaceAll(printed, "dsh:     ", "")
+}
 
 // TestCodexLongCallOverHTTP drives dsh serve --http with Codex CLI,
 // configured by the line dsh prints for it plus the approval setting the
@@ -258,7 +263,7 @@ func TestCodexLongCallOverHTTP(t *testing.T) {
 
 	runtime, home, work := t.TempDir(), t.TempDir(), t.TempDir()
 	d := startHTTPEnv(t, []string{"XDG_RUNTIME_DIR=" + runtime}, "--workdir", work)
-	stderr := d.stderr.waitFor(t, "Codex: ", time.Minute)
+	stderr := d.stderr.waitFor(t, "bearer_token_env_var", time.Minute)
 	m := codexSnippet.FindStringSubmatch(stderr)
 	if m == nil {
 		t.Fatalf("no Codex line in:\n%s", stderr)
@@ -267,8 +272,9 @@ func TestCodexLongCallOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	codexHome := writeCodexConfig(t, home, api.URL, fmt.Sprintf(`url = %q
-bearer_token_env_var = "DSH_TOKEN"`, m[2]))
+	// The settings as printed, below the config's own [mcp_servers.dsh].
+	table := strings.TrimPrefix(codexTOML(m[2]), "[mcp_servers.dsh]\n")
+	codexHome := writeCodexConfig(t, home, api.URL, strings.TrimSuffix(table, "\n"))
 	out, err := runCodex(codex, home, codexHome, work, "DSH_TOKEN="+strings.TrimSpace(string(token)))
 	want := "slow-done in " + work
 	if err != nil || !strings.Contains(out, want) {

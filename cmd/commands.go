@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -20,30 +21,64 @@ import (
 )
 
 func checkCommand(g *globals) *cobra.Command {
-	var showConfig bool
+	var showConfig, probe bool
+	var workdir string
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Validate a deployment and print the resolved plugin graph",
 		Long: `check parses the deployment, decodes every entry's config strictly, resolves
 services and load order, starts the plugins and stops them again, then prints
-what it found. With --config it prints each entry's config as the plugin
-gets it, defaults filled in, as JSON (catalog/config-catalog.md says what the
-fields mean).`,
+what it found. Loading checks what the deployment can know: every config
+decoded strictly, every service wired, and every tool's backendType
+registered by some entry. With --probe it also tries every backend as an
+owner's first call would, starting a session and closing it (an SSH
+backend connects, checks the host key and logs in; a Docker backend
+starts a container; a sandboxed shell sets up its namespaces and
+Landlock), and names the entry and line of each that fails. With --config
+it prints each entry's config as the plugin gets it, defaults filled in,
+as JSON (catalog/config-catalog.md says what the fields mean).`,
+		Example: `  dsh check -d deploy.yaml
+  dsh check -d deployments/ssh.yaml --probe`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			plan, tools, err := g.inspect(cmd.Context())
+			var probes []host.ProbeResult
+			var during func(*host.Host)
+			if probe {
+				wd, err := resolveWorkdir(workdir)
+				if err != nil {
+					return err
+				}
+				during = func(h *host.Host) { probes = h.Probe(cmd.Context(), wd) }
+			}
+			plan, tools, err := g.inspectWith(cmd.Context(), during)
 			if err != nil {
 				return err
 			}
 			if showConfig {
 				return printConfigs(g, plan)
 			}
-			printPlan(g, plan, tools)
-			return nil
+			printPlan(g, plan, tools, probe, probes)
+			return probesFailed(probes)
 		},
 	}
-	cmd.Flags().BoolVar(&showConfig, "config", false, "print every entry's effective config (defaults filled in) as JSON")
+	cmd.Flags().BoolVar(&showConfig, "config", false, "print every entry's effective config (defaults filled in; an executable's entry as written) as JSON")
+	cmd.Flags().BoolVar(&probe, "probe", false, "also start and close a session of every backend, as a first call would")
+	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "with --probe: the probe owner's workspace (default: the current directory)")
 	return cmd
+}
+
+// probesFailed is the error of a check whose probes did not all work.
+func probesFailed(probes []host.ProbeResult) error {
+	failed := 0
+	for _, p := range probes {
+		if p.Err != nil {
+			failed++
+		}
+	}
+	if failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d probes failed", failed, len(probes))
 }
 
 // printConfigs prints the effective config of every step: entry path,
@@ -66,18 +101,27 @@ func printConfigs(g *globals, plan *host.Plan) error {
 // inspect starts the deployment's plugins, notes what they registered, and
 // stops them again: loading is the only complete validation of a deployment.
 func (g *globals) inspect(ctx context.Context) (*host.Plan, []host.ToolInfo, error) {
+	return g.inspectWith(ctx, nil)
+}
+
+// inspectWith is inspect that runs during, when not nil, on the loaded
+// host before it stops.
+func (g *globals) inspectWith(ctx context.Context, during func(*host.Host)) (*host.Plan, []host.ToolInfo, error) {
 	h, err := g.loadHost(ctx, "")
 	if err != nil {
 		return nil, nil, err
 	}
 	tools := h.Tools().List()
+	if during != nil {
+		during(h)
+	}
 	if err := h.Close(context.WithoutCancel(ctx)); err != nil {
 		return nil, nil, err
 	}
 	return h.Plan(), tools, nil
 }
 
-func printPlan(g *globals, plan *host.Plan, tools []host.ToolInfo) {
+func printPlan(g *globals, plan *host.Plan, tools []host.ToolInfo, probed bool, probes []host.ProbeResult) {
 	w := g.stdout
 	fmt.Fprintf(w, "deployment: %s\n", plan.Source)
 	if len(plan.Steps) == 0 {
@@ -114,7 +158,31 @@ func printPlan(g *globals, plan *host.Plan, tools []host.ToolInfo) {
 	} else {
 		fmt.Fprintf(w, "tools: %s\n", strings.Join(names, ", "))
 	}
+	if probed {
+		printProbes(w, probes)
+		if probesFailed(probes) != nil {
+			return
+		}
+	}
 	fmt.Fprintln(w, "ok")
+}
+
+// printProbes prints how each probe went, located like a load error.
+func printProbes(w io.Writer, probes []host.ProbeResult) {
+	if len(probes) == 0 {
+		fmt.Fprintln(w, "probes: none (no backend registered)")
+		return
+	}
+	fmt.Fprintln(w, "probes:")
+	for _, p := range probes {
+		at := fmt.Sprintf("%s:%d: entry %q (%s): %s", p.File, p.Line, p.Entry, p.Plugin, p.Name)
+		took := formatElapsed(p.Took)
+		if p.Err != nil {
+			fmt.Fprintf(w, "  FAILED %s, after %s: %s\n", at, took, oneLine(p.Err.Error()))
+			continue
+		}
+		fmt.Fprintf(w, "  ok     %s, in %s: %s\n", at, took, p.Note)
+	}
 }
 
 func keysWithRealm(s *host.Step, keys []host.Key) string {

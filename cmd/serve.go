@@ -4,6 +4,7 @@ package dshcmd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/internal/audit"
 	"github.com/dshdev/dsh/internal/mcpfront"
 )
 
@@ -40,6 +42,12 @@ type serveFlags struct {
 	maxSessions int
 	metricsAddr string
 	pprofAddr   string
+	rotateToken bool
+	tlsCert     string
+	tlsKey      string
+	allowRoots  []string
+	auditLog    string
+	auditRedact []string
 }
 
 func serveCommand(g *globals) *cobra.Command {
@@ -52,21 +60,25 @@ name, description and input schema. By default it speaks MCP over
 stdin/stdout, for a client that starts dsh itself; with --http it serves
 streamable HTTP at /mcp on ADDR.
 
-Over HTTP every request must carry a bearer token: a fresh one is made at
-start and written, readable by you only, to a file in your runtime
-directory ($XDG_RUNTIME_DIR/dsh), whose path dsh prints together with
-client settings to paste; --token-file names your own (one token per
-line, each its own identity). --no-auth turns that off, on a loopback
+Over HTTP every request must carry a bearer token: one is made the first
+time an address is served and kept, readable by you only, in a file in
+your runtime directory ($XDG_RUNTIME_DIR/dsh), whose path dsh prints
+together with client settings to paste; a restart uses it again, until
+--rotate-token. --token-file names your own (one token per line, each its
+own identity). --tls-cert and --tls-key serve HTTPS. --no-auth turns that off, on a loopback
 address only. Requests must name this server in their Host header: a
 loopback name, the listen host, or an --allowed-host. --http unix:PATH
 serves on a unix socket instead, in a directory private to you; only your
 own processes may connect (checked with SO_PEERCRED), and no token is
 needed.
 
-One MCP session is one owner: its own shell, started in --workdir, closed
-when the session ends (stdin EOF; over HTTP a DELETE or --idle-timeout).
-Stdin EOF, SIGINT or SIGTERM closes every shell and exits 0. Logs go to
-stderr, never to stdout.`,
+One MCP session is one owner: its own shell, started in --workdir (or, with
+--allow-root, in the client's first MCP root), closed when the session ends
+(stdin EOF; over HTTP a DELETE or --idle-timeout). At stdin EOF the
+requests read before are answered, then every shell is closed and dsh
+exits 0; SIGINT or SIGTERM closes every shell and exits 0. Logs go to
+stderr, never to stdout. --audit-log records every tool call; dsh
+sessions lists the running servers' sessions.`,
 		Example: `  dsh serve
   dsh serve --workdir ~/project
   dsh serve --http 127.0.0.1:8080
@@ -85,35 +97,52 @@ stderr, never to stdout.`,
 	cmd.Flags().IntVar(&f.maxSessions, "max-sessions", defaultMaxSessions(), "with --http: the most sessions (each with its shell) open at once; 0: no bound")
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics at /metrics on this loopback host:port")
 	cmd.Flags().StringVar(&f.pprofAddr, "pprof", "", "serve Go profiles at /debug/pprof/ on this loopback host:port")
+	cmd.Flags().BoolVar(&f.rotateToken, "rotate-token", false, "with --http: replace the token kept from an earlier start with a new one (clients need the new one)")
+	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "with --http: serve HTTPS with this certificate (PEM; with --tls-key)")
+	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "with --http: the private key of --tls-cert (PEM)")
+	cmd.Flags().StringVar(&f.auditLog, "audit-log", "", "append a JSON line per tool call to this file (time, session, owner, client, tool, command, outcome, exit code, duration, output size)")
+	cmd.Flags().StringArrayVar(&f.auditRedact, "audit-redact", nil, "with --audit-log: replace what this regular expression matches in commands with [REDACTED] (repeatable; '(?s).+' leaves commands out)")
+	cmd.Flags().StringArrayVar(&f.allowRoots, "allow-root", nil, "a directory a client's workspace may be in: a client that declares MCP roots works in its first root if that is in one of these (repeatable; otherwise --workdir)")
 	return cmd
 }
 
 // check refuses flags that contradict each other or need --http, before
 // anything starts, and reads the token file.
-func (f *serveFlags) check(cmd *cobra.Command) (tokens *mcpfront.Tokens, err error) {
+func (f *serveFlags) check(cmd *cobra.Command) (tokens *mcpfront.Tokens, tlsConfig *tls.Config, err error) {
 	if f.addr == "" && cmd.Flags().Changed("idle-timeout") {
-		return nil, usageError{errors.New("--idle-timeout needs --http (a stdio session ends with its client)")}
+		return nil, nil, usageError{errors.New("--idle-timeout needs --http (a stdio session ends with its client)")}
 	}
 	if f.idleTimeout < 0 {
-		return nil, usageError{fmt.Errorf("--idle-timeout %s: must not be negative", f.idleTimeout)}
+		return nil, nil, usageError{fmt.Errorf("--idle-timeout %s: must not be negative", f.idleTimeout)}
 	}
-	for _, name := range []string{"token-file", "no-auth", "allowed-host", "max-sessions"} {
+	for _, name := range []string{"token-file", "no-auth", "allowed-host", "max-sessions", "rotate-token", "tls-cert", "tls-key"} {
 		if f.addr == "" && cmd.Flags().Changed(name) {
-			return nil, usageError{fmt.Errorf("--%s needs --http", name)}
+			return nil, nil, usageError{fmt.Errorf("--%s needs --http", name)}
 		}
 	}
 	if f.noAuth && f.tokenFile != "" {
-		return nil, usageError{errors.New("--no-auth and --token-file contradict each other")}
+		return nil, nil, usageError{errors.New("--no-auth and --token-file contradict each other")}
+	}
+	for _, dir := range f.allowRoots {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return nil, nil, usageError{fmt.Errorf("--allow-root %q is not a directory", dir)}
+		}
 	}
 	if f.maxSessions < 0 {
-		return nil, usageError{fmt.Errorf("--max-sessions %d: must not be negative", f.maxSessions)}
+		return nil, nil, usageError{fmt.Errorf("--max-sessions %d: must not be negative", f.maxSessions)}
 	}
 	if f.tokenFile != "" {
 		if tokens, err = readTokenFile(f.tokenFile); err != nil {
-			return nil, usageError{err}
+			return nil, nil, usageError{err}
 		}
 	}
-	return tokens, nil
+	if f.rotateToken && (f.tokenFile != "" || f.noAuth) {
+		return nil, nil, usageError{errors.New("--rotate-token replaces the token dsh makes; it does not apply with --token-file or --no-auth")}
+	}
+	if tlsConfig, err = f.loadTLS(); err != nil {
+		return nil, nil, usageError{err}
+	}
+	return tokens, tlsConfig, nil
 }
 
 // listen opens the MCP listener: nil for stdio, a unix socket whose peers
@@ -154,9 +183,16 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 	if err != nil {
 		return err
 	}
-	tokens, err := f.check(cmd)
+	tokens, tlsConfig, err := f.check(cmd)
 	if err != nil {
 		return err
+	}
+	auditLog, err := f.openAudit()
+	if err != nil {
+		return err
+	}
+	if auditLog != nil {
+		defer auditLog.Close()
 	}
 	ln, peers, auth, err := f.listen(tokens)
 	if err != nil {
@@ -209,11 +245,17 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 	if peers != nil {
 		peers.logger = h.Logger()
 	}
-	opts := mcpfront.Options{Workdir: wd, Logger: h.Logger(), Version: versionString()}
+	opts := mcpfront.Options{Workdir: wd, Logger: h.Logger(), Version: versionString(), AllowedRoots: f.allowRoots, Audit: auditLog}
 	if m != nil {
 		opts.Calls = m
 	}
 	front = mcpfront.New(h, opts)
+	serving := "stdio"
+	if ln != nil {
+		serving = ln.Addr().String()
+	}
+	stopAdmin := startAdmin(h, front, serving, h.Logger())
+	defer stopAdmin()
 	var sides []*sideServer
 	if metricsLn != nil {
 		sides = append(sides, startSideServer(metricsLn, m.handler(), h.Logger()))
@@ -242,7 +284,7 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 			AllowedHosts: f.allowed,
 			MaxSessions:  f.maxSessions,
 		}
-		err = serveHTTP(ctx, g, front, ln, opts, auth, side, h.Logger())
+		err = serveHTTP(ctx, g, front, ln, httpServe{opts: opts, auth: auth, addr: f.addr, rotate: f.rotateToken, tls: tlsConfig}, side, h.Logger())
 	}
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
@@ -358,11 +400,27 @@ func (f *nonblockingFile) Close() error {
 	return f.File.Close()
 }
 
+// httpServe is how serveHTTP serves: the handler's options, whether
+// requests need a token, the --http address as given (it names the kept
+// token), whether to make a new token, and TLS (nil: plain HTTP).
+type httpServe struct {
+	opts   mcpfront.HTTPOptions
+	auth   bool
+	addr   string
+	rotate bool
+	tls    *tls.Config
+}
+
 // serveHTTP serves streamable HTTP on ln until ctx is done. With auth and
-// no tokens in opts, it makes one and writes it to the runtime directory
-// for the time it serves.
-func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Listener, opts mcpfront.HTTPOptions, auth bool, side []string, logger *slog.Logger) error {
-	url := fmt.Sprintf("http://%s/mcp", ln.Addr())
+// no tokens in the options, it uses the token kept in the private
+// directory for this address, or makes one.
+func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Listener, hs httpServe, side []string, logger *slog.Logger) error {
+	opts, auth := hs.opts, hs.auth
+	scheme := "http"
+	if hs.tls != nil {
+		scheme = "https"
+	}
+	url := fmt.Sprintf("%s://%s/mcp", scheme, ln.Addr())
 	var notes []string
 	_, isUnix := ln.Addr().(*net.UnixAddr)
 	switch {
@@ -375,21 +433,25 @@ func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Li
 	case !auth:
 		notes = append(notes, "WARNING: --no-auth: any local user, container or sandboxed process that reaches "+url+" can run commands as you")
 	case opts.Tokens == nil:
-		token := mcpfront.NewToken()
-		path, err := writeTokenFile(ln.Addr(), token)
+		path, token, err := tokenFileFor(hs.addr, hs.rotate)
 		if err != nil {
 			return err
 		}
-		defer os.Remove(path)
 		if opts.Tokens, err = mcpfront.NewTokens(token); err != nil {
 			return err
 		}
-		notes = append(notes, fmt.Sprintf(`clients must send "Authorization: Bearer <token>"; the token is in %s (removed when dsh stops)`, path))
+		notes = append(notes, fmt.Sprintf(`clients must send "Authorization: Bearer <token>"; the token is in %s (kept for the next start: --rotate-token makes a new one, --token-file %s serves it on another address)`, path, path))
 		for _, s := range clientSnippets(url, path) {
 			notes = append(notes, "  "+s)
 		}
 	default:
 		notes = append(notes, `clients must send "Authorization: Bearer <token>" with a token of --token-file`)
+	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && hs.tls == nil && !tcp.IP.IsLoopback() {
+		notes = append(notes, fmt.Sprintf("WARNING: plain HTTP on %s, which is not a loopback address: the token and every command and its output cross the network unencrypted; serve HTTPS with --tls-cert and --tls-key, or put a TLS proxy or an SSH tunnel in front of a loopback address", hs.addr))
+	}
+	if hs.tls != nil {
+		ln = tls.NewListener(ln, hs.tls)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", front.Handler(opts))
@@ -475,4 +537,37 @@ func resolveWorkdir(dir string) (string, error) {
 		return "", usageError{fmt.Errorf("--workdir %q is not a directory", dir)}
 	}
 	return dir, nil
+}
+
+// loadTLS loads --tls-cert and --tls-key; nil when neither is given.
+func (f *serveFlags) loadTLS() (*tls.Config, error) {
+	switch {
+	case f.tlsCert == "" && f.tlsKey == "":
+		return nil, nil
+	case f.tlsCert == "" || f.tlsKey == "":
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if _, ok := isUnixAddr(f.addr); ok {
+		return nil, errors.New("--tls-cert: a unix socket needs no TLS (only your own processes reach it)")
+	}
+	cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// openAudit opens --audit-log; nil without it.
+func (f *serveFlags) openAudit() (*audit.Log, error) {
+	if f.auditLog == "" {
+		if len(f.auditRedact) > 0 {
+			return nil, usageError{errors.New("--audit-redact needs --audit-log")}
+		}
+		return nil, nil
+	}
+	l, err := audit.Open(f.auditLog, f.auditRedact)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--audit-log: %w", err)}
+	}
+	return l, nil
 }

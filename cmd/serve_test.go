@@ -180,7 +180,12 @@ type inProcess struct {
 func startServe(t *testing.T, args ...string) *inProcess {
 	t.Helper()
 	sr, cw := io.Pipe()
-	cr, sw := io.Pipe()
+	// A real pipe for stdout: dsh learns from it that a client has gone.
+	cr, sw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cr.Close() })
 	p := &inProcess{exit: make(chan int, 1), stderr: &syncBuffer{}}
 	p.hangUp = func() {
 		cw.Close()
@@ -254,8 +259,8 @@ func TestServeStdioEOFMidCall(t *testing.T) {
 		errc <- err
 	}()
 	recv(t, fakeStarted, "the call to start")
-	// A client that dies mid-call: its stdin ends. The session's calls are
-	// cancelled, and serve exits 0.
+	// A client that dies mid-call: its stdin ends and its end of stdout
+	// closes. The session's calls are cancelled, and serve exits 0.
 	p.hangUp()
 	if code := recv(t, p.exit, "serve to exit"); code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, p.stderr.String())

@@ -9,8 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
 
 	"github.com/dshdev/dsh/deployments"
 	"github.com/dshdev/dsh/host"
@@ -241,5 +245,45 @@ func TestDockerExample(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(ws, "note")); err != nil || string(data) != "from-the-container\n" {
 		t.Errorf("the workspace file: %q, %v", data, err)
+	}
+}
+
+// TestDockerImageScriptAndDockerHost: scripts/docker-image.sh builds an
+// image from this machine's binaries into the daemon DOCKER_HOST names,
+// and deployments/docker.yaml, given only DOCKER_HOST and that image,
+// runs the bash tool in a container from it.
+func TestDockerImageScriptAndDockerHost(t *testing.T) {
+	daemon := dockertest.Daemon(t)
+	tag := "dsh-script-test:" + strconv.Itoa(os.Getpid())
+	t.Setenv("DOCKER_HOST", daemon)
+	script := exec.Command("bash", "../scripts/docker-image.sh", "-tag", tag)
+	if out, err := script.CombinedOutput(); err != nil || !strings.Contains(string(out), "imported "+tag) {
+		t.Fatalf("docker-image.sh: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		api, err := client.NewClientWithOpts(client.WithHost(daemon), client.WithAPIVersionNegotiation())
+		if err == nil {
+			api.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true})
+			api.Close()
+		}
+	})
+	env := map[string]string{"DSH_DOCKER_IMAGE": tag} // and DOCKER_HOST, in the process
+	d, err := host.ReadDeployment("docker.yaml", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.File = filepath.Join(buildBackends(t), "deployments", "docker.yaml")
+	h, err := host.Load(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	owner, err := h.NewOwner("agent", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(map[string]string{"command": "pwd; ls /usr/bin/bash"})
+	if res := h.Tools().Call(context.Background(), owner, "bash", args); res.IsError || res.Text != "/workspace\n/usr/bin/bash" {
+		t.Errorf("bash in a container of the built image: %q (error %v)", res.Text, res.IsError)
 	}
 }

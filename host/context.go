@@ -25,6 +25,8 @@ type Context struct {
 	cleanups []func(context.Context) error
 	instance any // what Apply returned
 	unloaded bool
+	checks   []func(context.Context) error // see CheckLoaded
+	probes   []Probe                       // see AddProbe
 }
 
 // ErrUnloaded is the cause of a plugin's lifetime context once the plugin

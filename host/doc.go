@@ -19,7 +19,9 @@
 //  3. Start applies the plugins in that order. Each gets a Context: the
 //     services it injected (Service), Provide for the ones it declared, a
 //     logger, a lifetime context, and Defer for cleanups. If one fails, the
-//     started ones unload in reverse order.
+//     started ones unload in reverse order. Once all have started, the
+//     checks they added with CheckLoaded run (a tool's backend type must be
+//     registered by then); a failing one fails the load the same way.
 //  4. Fronts (the MCP server, the REPL, `dsh call`) create an Owner per agent
 //     and call tools through Host.Tools with it.
 //  5. Host.Close closes every owner (running each owner's cleanups and
@@ -33,6 +35,18 @@
 // A group entry with `isolate: {key: true}` gives its subtree a private realm
 // for that key; `isolate: {key: label}` a realm shared by every group using
 // the same label. Other keys still resolve in the enclosing realm.
+//
+// # Around the calls
+//
+// A few optional things let fronts and operators see more than results,
+// none of which the model sees: probes (AddProbe; Host.Probe, dsh check
+// --probe) try what a first call would do with what a plugin registered;
+// call notes (WithNotes, Note) carry facts such as an exit code to an
+// audit log; WithOutput and Output pass a call's output to a watcher as it
+// comes (dsh repl); instances that are a Holder list what they hold for an
+// owner (dsh sessions), and an Interrupter interrupts what runs for one
+// (dsh repl's Ctrl-C). AddDocComments gives packages outside dsh's module
+// the argument descriptions dsh's own get from doc comments.
 //
 // # Errors
 //

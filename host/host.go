@@ -80,14 +80,20 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Host, error) {
 	}
 	h.tools = newTools(o.logger.With("service", ToolsKey))
 	h.services[serviceRef{ToolsKey, Realm{}}] = h.tools
+	fail := func(err error) (*Host, error) {
+		if cerr := h.unloadAll(context.WithoutCancel(ctx)); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		close(h.closed)
+		return nil, err
+	}
 	for _, s := range plan.Steps {
 		if err := h.apply(ctx, s); err != nil {
-			if cerr := h.unloadAll(context.WithoutCancel(ctx)); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-			close(h.closed)
-			return nil, err
+			return fail(err)
 		}
+	}
+	if err := h.runChecks(ctx); err != nil {
+		return fail(err)
 	}
 	return h, nil
 }

@@ -32,4 +32,28 @@ type (
 	Checker interface {
 		Invariants() map[string]func(ctx context.Context) error
 	}
+
+	// Holder is an instance that holds processes for owners (the
+	// terminals service: their shells). Holding lists them for one owner,
+	// for an operator's listing of sessions (dsh sessions).
+	Holder interface {
+		Holding(owner *Owner) []Held
+	}
+
+	// Interrupter is an instance that can interrupt what runs for an
+	// owner the way a person's Ctrl-C in a terminal does (the terminals
+	// service: SIGINT to each shell's foreground job), leaving its shells
+	// as they are. dsh repl uses it.
+	Interrupter interface {
+		Interrupt(ctx context.Context, owner *Owner) error
+	}
 )
+
+// Held is one thing an instance holds for an owner.
+type Held struct {
+	// What it is: "shell session pty-3 (shell)".
+	What string `json:"what"`
+	// PID is its top process on this machine; 0 when it has none here (a
+	// shell on another machine, or in a container of a remote daemon).
+	PID int `json:"pid,omitempty"`
+}

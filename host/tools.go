@@ -68,6 +68,14 @@ type ToolInfo struct {
 	Instructions string          `json:"instructions,omitempty"`
 }
 
+// AddDocComments registers doc comments for the schemas of tool arguments
+// and plugin configs of packages outside dsh's module, keyed
+// "importpath.Type.Field" ("main.Type.Field" in a program's own package):
+// a deployed binary has no source to read them from. Do not write the map
+// by hand: `go run github.com/dshdev/dsh/cmd/dsh-doc-comments` in the
+// package (a go:generate line) writes a file whose init calls this.
+func AddDocComments(m map[string]string) { schema.AddComments(m) }
+
 // NewTool builds a Tool whose arguments are the struct A: the schema is
 // reflected from A (field doc comments become descriptions) and run receives
 // the decoded value.

@@ -3,7 +3,13 @@
 // of your own: plugins register in init, and dshcmd.Main is the command
 // line. Run `go run ./examples/custom-dsh call shout '{"text":"hi"}' -d
 // examples/custom-dsh/deploy.yaml`.
+//
+// The shout tool's argument has a description, its field's doc comment, as
+// dsh's own tools' do: go generate runs dsh-doc-comments (the line below),
+// which writes doc_comments_gen.go.
 package main
+
+//go:generate go run github.com/dshdev/dsh/cmd/dsh-doc-comments
 
 import (
 	"context"

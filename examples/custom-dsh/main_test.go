@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,25 @@ func TestCustomDsh(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "custom-dsh")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
+	}
+	// The argument's description is its field's doc comment.
+	out, err := exec.Command(bin, "tools", "--json", "-d", "deploy.yaml").Output()
+	if err != nil {
+		t.Fatalf("tools: %v", err)
+	}
+	var tools []struct {
+		Name        string
+		InputSchema struct {
+			Properties map[string]struct{ Description string }
+		}
+	}
+	if err := json.Unmarshal(out, &tools); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools {
+		if d := tool.InputSchema.Properties["text"].Description; tool.Name == "shout" && d != "Text is what to shout." {
+			t.Errorf("shout's text argument is described %q, want its doc comment", d)
+		}
 	}
 	for _, tc := range []struct{ tool, args, want string }{
 		{"shout", `{"text":"hi"}`, "HI!!"},

@@ -57,8 +57,14 @@
 //     stateful session's calls to their HTTP request, so the handler tags
 //     every POST with a private header (see requestHeader) that the tool
 //     handler reads back from RequestExtra to find the request's context.
-//   - over stdio, the client closes stdin mid-call (the SDK cancels
-//     in-flight requests when the connection's reader fails).
+//   - over stdio, the client goes away mid-call: its input breaks, or it
+//     ends and the client's end of the output has closed too.
+//
+// A stdio client that merely closes its input (printf ... | dsh serve, or
+// the shutdown the MCP specification describes: close stdin, wait, then
+// SIGTERM) gets the answers to every request it sent before, and only then
+// does the session end. Until the answer to initialize is written, calls
+// wait behind it, so no answer comes before it.
 //
 // # The stdio fast path
 //

@@ -151,8 +151,11 @@ func (c *lineConn) serveCall(req *jsonrpc.Request) bool {
 		return false
 	}
 	key := idKey(req.ID)
-	if !perRequest && fc.ss.InitializeParams() == nil {
-		return false // the SDK refuses a call before initialize
+	if !perRequest && (fc.ss.InitializeParams() == nil || !c.initAnswered.Load()) {
+		// The SDK refuses a call before initialize; and until the answer
+		// to initialize is written, a call waits behind it in the SDK's
+		// queue, so that its answer cannot come first.
+		return false
 	}
 	c.pendingMu.Lock()
 	defer c.pendingMu.Unlock()
@@ -220,6 +223,7 @@ const maxIdleWorkers = 4
 // per-request protocol with the server's info and its type. The front's
 // result, one text block, is appended straight into the line.
 func (c *lineConn) answerCall(fc *fastCalls, id jsonrpc.ID, key string, perRequest bool, res *mcp.CallToolResult, err error) {
+	defer c.answered(key)
 	if c.dropAnswer(id, key) {
 		return
 	}

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/internal/audit"
 )
 
 // Errors a call's context can be cancelled with (see context.Cause).
@@ -40,6 +44,13 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Calls, when set, learns how every tool call went (metrics).
 	Calls CallObserver
+	// Audit, when set, gets a record of every tool call.
+	Audit *audit.Log
+	// AllowedRoots are directories a client's workspace may be in: a
+	// session whose client declares MCP roots gets its first root as its
+	// workspace, instead of Workdir, if that root is one of these or
+	// below one (symlinks resolved). Empty: every owner works in Workdir.
+	AllowedRoots []string
 }
 
 // CallObserver learns how each tool call went: the tool, the outcome
@@ -71,6 +82,8 @@ type Front struct {
 	calls    CallObserver
 	requests requests
 	users    sessionUsers // over HTTP with tokens: who opened each session
+	roots    []string     // Options.AllowedRoots, resolved
+	audit    *audit.Log
 
 	mu      sync.Mutex
 	closing bool
@@ -80,6 +93,8 @@ type Front struct {
 	// a session that is ending never gets a new one. A nil owner marks a
 	// session Serve is ending before it had one.
 	owners map[*mcp.ServerSession]*host.Owner
+	// states are the sessions with an owner (sessions.go).
+	states map[*mcp.ServerSession]*sessionState
 	// watchers close an owner when its session ends; Close waits for them.
 	watchers sync.WaitGroup
 }
@@ -106,6 +121,15 @@ func New(h *host.Host, opts Options) *Front {
 		workdir:  opts.Workdir,
 		logger:   opts.Logger,
 		owners:   make(map[*mcp.ServerSession]*host.Owner),
+		states:   make(map[*mcp.ServerSession]*sessionState),
+		audit:    opts.Audit,
+	}
+	for _, dir := range opts.AllowedRoots {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			f.roots = append(f.roots, real)
+		} else {
+			f.logger.Warn("an allowed root is not usable", "dir", dir, "error", err)
+		}
 	}
 	var instructions []string
 	for _, t := range h.Tools().List() {
@@ -139,7 +163,7 @@ func New(h *host.Host, opts Options) *Front {
 }
 
 func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	owner, err := f.ownerFor(req.Session)
+	owner, err := f.ownerFor(req.Session, func() string { return f.workspace(ctx, req.Session) })
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
@@ -149,16 +173,25 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 		defer f.reportProgress(ctx, req.Session, token)()
 	}
 	start := time.Now()
+	st := f.beginCall(req.Session, owner, req.Extra, name, req.Params.Arguments, start)
+	var notes *host.Notes
+	if f.audit != nil {
+		ctx, notes = host.WithNotes(ctx)
+	}
 	res := f.host.Tools().Call(ctx, owner, name, req.Params.Arguments)
+	f.endCall(st)
+	outcome := OutcomeOK
+	switch {
+	case ctx.Err() != nil:
+		outcome = OutcomeCancelled
+	case res.IsError:
+		outcome = OutcomeError
+	}
 	if f.calls != nil {
-		outcome := OutcomeOK
-		switch {
-		case ctx.Err() != nil:
-			outcome = OutcomeCancelled
-		case res.IsError:
-			outcome = OutcomeError
-		}
 		f.calls.ObserveCall(name, outcome, time.Since(start))
+	}
+	if f.audit != nil {
+		f.auditCall(st, name, req.Params.Arguments, start, outcome, res, notes.Map())
 	}
 	if errors.Is(context.Cause(ctx), context.Canceled) {
 		// The client cancelled the request (notifications/cancelled):
@@ -182,7 +215,21 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 // as the command runs. The returned func stops it.
 func (f *Front) reportProgress(ctx context.Context, ss *mcp.ServerSession, token any) (stop func()) {
 	start := time.Now()
+	// A client forgets a call's progress token when it cancels the call
+	// or gets its answer, and then takes a late report for an error of the
+	// connection (Claude Code: "Received a progress notification for an
+	// unknown token"). So a report is made only while the call runs: the
+	// check of ctx and the write share a lock with the end of reporting,
+	// and a cancellation (which cancels ctx at once) is seen by every
+	// report that starts after it.
+	var mu sync.Mutex
+	over := false
 	report := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if over || ctx.Err() != nil {
+			return
+		}
 		elapsed := time.Since(start).Round(time.Second)
 		err := ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 			ProgressToken: token,
@@ -212,7 +259,10 @@ func (f *Front) reportProgress(ctx context.Context, ss *mcp.ServerSession, token
 	}()
 	return func() {
 		close(quit)
-		<-finished // no report after the result
+		<-finished
+		mu.Lock()
+		over = true // no report after the result
+		mu.Unlock()
 	}
 }
 
@@ -235,9 +285,17 @@ func (f *Front) callContext(ctx context.Context, owner *host.Owner, extra *mcp.R
 	}
 }
 
-// ownerFor returns the session's owner, creating it on first use together
-// with the watcher that closes it when the session ends.
-func (f *Front) ownerFor(ss *mcp.ServerSession) (*host.Owner, error) {
+// ownerFor returns the session's owner, creating it on first use, in the
+// workspace workdir returns, together with the watcher that closes it when
+// the session ends.
+func (f *Front) ownerFor(ss *mcp.ServerSession, workdir func() string) (*host.Owner, error) {
+	f.mu.Lock()
+	_, ok := f.owners[ss]
+	f.mu.Unlock()
+	dir := f.workdir
+	if !ok && workdir != nil {
+		dir = workdir() // it may ask the client: not under the lock
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closing {
@@ -252,12 +310,12 @@ func (f *Front) ownerFor(ss *mcp.ServerSession) (*host.Owner, error) {
 	// Random, never the session id: over HTTP that id is the session's only
 	// credential, and the owner id reaches the shell's environment
 	// (DSH_SESSION_ID) and the logs.
-	o, err := f.host.NewOwner("mcp-"+rand.Text(), f.workdir)
+	o, err := f.host.NewOwner("mcp-"+rand.Text(), dir)
 	if err != nil {
 		return nil, fmt.Errorf("mcpfront: new owner: %w", err)
 	}
 	f.owners[ss] = o
-	f.logger.Debug("owner created", "owner", o.ID())
+	f.logger.Debug("owner created", "owner", o.ID(), "workdir", o.Workdir())
 	f.watchers.Go(func() {
 		err := ss.Wait()
 		f.logger.Debug("session ended", "owner", o.ID(), "error", err)
@@ -289,6 +347,7 @@ func (f *Front) closeOwner(ctx context.Context, ss *mcp.ServerSession) error {
 func (f *Front) forget(ss *mcp.ServerSession) {
 	f.mu.Lock()
 	delete(f.owners, ss)
+	delete(f.states, ss)
 	f.mu.Unlock()
 	f.users.forget(ss.ID())
 }
@@ -390,4 +449,64 @@ func (f *Front) Close(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("mcpfront: waiting for sessions to close: %w", ctx.Err()))
 	}
 	return errors.Join(errs...)
+}
+
+// rootsBound bounds asking a client for its roots: a client that declared
+// them but does not answer gets Workdir.
+const rootsBound = 10 * time.Second
+
+// workspace is where a new owner of ss works: the client's first MCP root,
+// when the client declares roots and that root lies within an allowed
+// directory; otherwise Workdir. A root outside them is refused, with a
+// log line that says why.
+func (f *Front) workspace(ctx context.Context, ss *mcp.ServerSession) string {
+	if len(f.roots) == 0 || ss == nil {
+		return f.workdir
+	}
+	// Roots are deprecated from protocol 2026-07-28 (SEP-2577), but HTTP
+	// sessions are held at 2025-11-25 (see the package doc), where they
+	// are what clients declare their workspace with.
+	ip := ss.InitializeParams()
+	//lint:ignore SA1019 see above
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil {
+		return f.workdir
+	}
+	ctx, cancel := context.WithTimeout(ctx, rootsBound)
+	defer cancel()
+	res, err := ss.ListRoots(ctx, nil) //lint:ignore SA1019 see above
+	if err != nil {
+		f.logger.Info("the client's roots could not be listed; the session works in the default workspace", "error", err)
+		return f.workdir
+	}
+	if len(res.Roots) == 0 {
+		return f.workdir
+	}
+	dir, err := f.allowedRoot(res.Roots[0].URI)
+	if err != nil {
+		f.logger.Warn("the client's first root is refused; the session works in the default workspace", "root", res.Roots[0].URI, "error", err)
+		return f.workdir
+	}
+	return dir
+}
+
+// allowedRoot returns the directory a root's file URI names, symlinks
+// resolved, if it is an allowed root or lies below one.
+func (f *Front) allowedRoot(uri string) (string, error) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(u.Path) {
+		return "", fmt.Errorf("not a local file URI")
+	}
+	real, err := filepath.EvalSymlinks(filepath.Clean(u.Path))
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", real)
+	}
+	for _, allowed := range f.roots {
+		if rel, err := filepath.Rel(allowed, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return real, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not within an --allow-root directory", real)
 }

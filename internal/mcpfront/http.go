@@ -120,7 +120,7 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 		sdk.ServeHTTP(w, r.Clone(r.Context()))
 	})
 	if opts.Tokens != nil {
-		h = auth.RequireBearerToken(opts.Tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+		h = challenge(auth.RequireBearerToken(opts.Tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h))
 	}
 	inner := http.NewCrossOriginProtection().Handler(h)
 	// The Host and Origin checks come first, before authentication: a
@@ -330,3 +330,31 @@ func (q *requests) watch(extra *mcp.RequestExtra, gone func()) (stop func()) {
 	s := context.AfterFunc(p.ctx, gone)
 	return func() { s() }
 }
+
+// challenge adds "WWW-Authenticate: Bearer" to a 401, as RFC 6750 asks:
+// without it, MCP clients take the 401 for a server that wants OAuth and
+// start a login flow dsh does not offer, instead of saying that the token
+// is missing or wrong.
+func challenge(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&challenger{ResponseWriter: w}, r)
+	})
+}
+
+type challenger struct{ http.ResponseWriter }
+
+func (w *challenger) WriteHeader(code int) {
+	if code == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="dsh"`)
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *challenger) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *challenger) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -59,6 +59,7 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 		pending:  make(map[string]bool),
 		calls:    callState{inFlight: make(map[string]context.CancelCauseFunc), sdkMeta: make(map[string][]byte)},
 		closed:   make(chan struct{}),
+		drained:  make(chan struct{}),
 		readDone: make(chan struct{}),
 		ready:    t.ready,
 		idle:     make(chan func()),
@@ -93,6 +94,16 @@ type lineConn struct {
 	idleWorkers atomic.Int32
 	workers     sync.WaitGroup
 
+	// Once the input has ended, the requests read before are still
+	// answered: inputEnded is set and drained closes when none is pending.
+	// Guarded by pendingMu.
+	inputEnded bool
+	drained    chan struct{}
+	// initKey is the idKey of the initialize request; initAnswered is set
+	// once its answer is written, so that no answer overtakes it.
+	initKey      string
+	initAnswered atomic.Bool
+
 	ready     <-chan struct{} // see StdioTransport.ready
 	incoming  chan jsonrpc.Message
 	readErr   error // why the read loop ended; set before readDone closes
@@ -122,6 +133,7 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 		c.pendingMu.Lock()
 		c.sdkAnsweredLocked(key, resp)
 		c.pendingMu.Unlock()
+		defer c.answered(key)
 		if c.dropAnswer(resp.ID, key) {
 			return nil
 		}
@@ -134,17 +146,28 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 }
 
 // dropAnswer reports whether the answer to request id (whose idKey is
-// key) is to be dropped, because the client cancelled the request, and
-// forgets the request.
+// key) is to be dropped, because the client cancelled the request.
 func (c *lineConn) dropAnswer(id jsonrpc.ID, key string) bool {
 	c.pendingMu.Lock()
 	cancelled := c.pending[key]
-	delete(c.pending, key)
 	c.pendingMu.Unlock()
 	if cancelled {
 		c.log.Debug("dropped the response to a cancelled request", "id", id.Raw())
 	}
 	return cancelled
+}
+
+// answered forgets a request once its answer is written (or dropped):
+// only then may an answer that must follow it go out, or the connection
+// end after the input did.
+func (c *lineConn) answered(key string) {
+	c.pendingMu.Lock()
+	delete(c.pending, key)
+	if key == c.initKey {
+		c.initAnswered.Store(true)
+	}
+	c.noteDrainedLocked()
+	c.pendingMu.Unlock()
 }
 
 func (c *lineConn) writeLine(data []byte) error { return c.writeRaw(append(data, '\n')) }
@@ -208,11 +231,55 @@ func (c *lineConn) readLoop() {
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
+				// The client closed its end: what it sent is answered.
+				// Any other error is a broken connection.
 				err = io.EOF
+				c.drain()
 			}
 			c.readErr = err
 			return
 		}
+	}
+}
+
+// drain waits, once the input has ended, until every request read before
+// has been answered: a client may write a whole session and close its end
+// at once (printf ... | dsh serve), and the SDK would cancel what it has
+// not answered yet the moment its reader fails. A client that has gone
+// altogether (its end of the output closed too) gets its calls cancelled
+// as before, and so does a connection that closes.
+func (c *lineConn) drain() {
+	c.pendingMu.Lock()
+	c.inputEnded = true
+	c.noteDrainedLocked()
+	c.pendingMu.Unlock()
+	select {
+	case <-c.drained:
+		return
+	case <-c.closed:
+		return
+	default:
+	}
+	gone, stop := writerGone(c.out)
+	defer stop()
+	select {
+	case <-c.drained:
+	case <-c.closed:
+	case <-gone:
+		c.log.Debug("the client closed its end of the output: its requests are cancelled")
+	}
+}
+
+// noteDrainedLocked closes drained once the input has ended and no
+// request waits for its answer. Called with pendingMu held.
+func (c *lineConn) noteDrainedLocked() {
+	if !c.inputEnded || len(c.pending) > 0 {
+		return
+	}
+	select {
+	case <-c.drained:
+	default:
+		close(c.drained)
 	}
 }
 
@@ -325,8 +392,12 @@ func (c *lineConn) checkSlowly(line []byte, tooLong bool) jsonrpc.Message {
 // track notes a request that will be answered, and a cancellation of one.
 func (c *lineConn) track(req *jsonrpc.Request) {
 	if req.ID.IsValid() {
+		key := idKey(req.ID)
 		c.pendingMu.Lock()
-		c.pending[idKey(req.ID)] = false
+		c.pending[key] = false
+		if req.Method == "initialize" && c.initKey == "" {
+			c.initKey = key
+		}
 		c.pendingMu.Unlock()
 		return
 	}

@@ -31,6 +31,7 @@ func reflectSchema(v any, defaults any, openRoot bool) (json.RawMessage, error) 
 		DoNotReference: true,
 		Anonymous:      true,
 		CommentMap:     comments,
+		LookupComment:  lookupAdded,
 	}
 	s := r.Reflect(v)
 	// "$schema" and the type's own doc comment only cost the model tokens;

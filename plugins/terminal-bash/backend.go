@@ -48,6 +48,22 @@ type Backend struct {
 	noCgroup atomic.Bool
 
 	sessions backendkit.Sessions[*session]
+	// abi is the Landlock ABI the sandbox uses; 0 unconfined.
+	abi int
+}
+
+// Describe says what a shell of this backend is, for dsh check --probe:
+// the shell, and the sandbox with the Landlock ABI it will use.
+func (b *Backend) Describe() string {
+	d := b.shellPath
+	if !b.sandbox.confined() {
+		return d + ", no sandbox (" + string(termapi.SandboxFullAccess) + ")"
+	}
+	net := "network on"
+	if !b.sandbox.Network {
+		net = "network off"
+	}
+	return fmt.Sprintf("%s, sandbox %s with Landlock ABI %d, %s", d, b.sandbox.Mode, b.abi, net)
 }
 
 // NewBackend returns a backend for cfg, which must be valid. log may be nil.
@@ -77,6 +93,7 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 		env:       cfg.Env,
 		sandbox:   cfg.Sandbox,
 		checked:   make(map[string]error),
+		abi:       abi,
 	}
 	return b, nil
 }

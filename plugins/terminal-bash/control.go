@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/private"
+	"github.com/dshdev/dsh/internal/proc"
 )
 
 // control is a session's out-of-band channel with its shell: a private
@@ -45,8 +47,13 @@ type control struct {
 // before every new pipe of that user is cut to one page.
 const pipeSize = 4096
 
-// controlDirPrefix names the directories.
+// controlDirPrefix names the directories: the prefix, the creating
+// process's proc.OwnerTag, and a random part.
 const controlDirPrefix = "dsh-shell-"
+
+// sweepOnce sweeps the control directories of dead dsh processes when a
+// process makes its first one.
+var sweepOnce sync.Once
 
 // controlBase is where the control directories go: dsh's private
 // directory, below directories only this user can write. The shell opens
@@ -71,7 +78,18 @@ func newControl(parentPID int, log *slog.Logger) (*control, error) {
 	if baseErr != nil {
 		log.Warn("the shell's control channel is in a shared directory, where another user could take it over after it is deleted; set XDG_RUNTIME_DIR or HOME", "dir", base, "err", baseErr)
 	}
-	dir, err := os.MkdirTemp(base, controlDirPrefix)
+	sweepOnce.Do(func() {
+		for _, dir := range proc.SweepGone(base, controlDirPrefix) {
+			log.Info("removed the control directory of a dsh that is gone", "dir", dir)
+		}
+	})
+	// The name carries this process's identity, so that the sweep of a
+	// later dsh can remove it if this one is killed outright.
+	pattern := controlDirPrefix
+	if tag, err := proc.OwnerTag(); err == nil {
+		pattern += tag + "-"
+	}
+	dir, err := os.MkdirTemp(base, pattern)
 	if err != nil {
 		return nil, fmt.Errorf("control directory: %w", err)
 	}

@@ -116,7 +116,38 @@ func AddBackend(pctx *host.Context, b termapi.Backend) error {
 		return fmt.Errorf("register backend %q: %w", b.Type(), err)
 	}
 	pctx.Defer(func(context.Context) error { unregister(); return nil })
+	if svc, ok := reg.(*Service); ok {
+		pctx.AddProbe(host.Probe{Name: fmt.Sprintf("backend %q", b.Type()), Run: func(ctx context.Context, owner *host.Owner) (string, error) {
+			return svc.probe(ctx, owner, b)
+		}})
+	}
 	return nil
+}
+
+// Describer is implemented by backends that can say what their sessions
+// are (the shell, the sandbox): dsh check --probe prints it.
+type Describer interface {
+	Describe() string
+}
+
+// probe starts a session of b for owner, as an owner's first call does,
+// and closes it: for a remote backend that is the connection, the host
+// key and the login; for a container backend, the daemon, the image and
+// the container; for a sandbox, the namespaces and Landlock.
+func (s *Service) probe(ctx context.Context, owner *host.Owner, b termapi.Backend) (string, error) {
+	info, err := s.Spawn(ctx, owner, SpawnRequest{Type: b.Type()})
+	if err != nil {
+		return "", err
+	}
+	note := "a session started"
+	if info.PID > 0 {
+		note += fmt.Sprintf(" (pid %d)", info.PID)
+	}
+	if d, ok := b.(Describer); ok {
+		note += ": " + d.Describe()
+	}
+	_, err = s.Kill(ctx, owner, info.ID, "probe")
+	return note, err
 }
 
 // RegisterBackend adds a backend under its type. The returned function

@@ -176,6 +176,28 @@ func (s *Service) List(owner *host.Owner) []SessionInfo {
 	return infos
 }
 
+// Holding lists the owner's sessions for an operator (host.Holder).
+func (s *Service) Holding(owner *host.Owner) []host.Held {
+	var out []host.Held
+	for _, info := range s.List(owner) {
+		out = append(out, host.Held{What: fmt.Sprintf("terminal session %s (%s)", info.ID, info.Type), PID: info.PID})
+	}
+	return out
+}
+
+// Interrupt sends SIGINT to the foreground job of each of owner's
+// sessions, as Ctrl-C in a terminal does (host.Interrupter): the job ends
+// or handles it, the shell stays.
+func (s *Service) Interrupt(ctx context.Context, owner *host.Owner) error {
+	var errs []error
+	for _, info := range s.List(owner) {
+		if _, err := s.Signal(ctx, owner, info.ID, termapi.SIGINT); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // liveSend is a backend Send that frees the service's slot once its holder
 // has seen it settle.
 type liveSend struct {

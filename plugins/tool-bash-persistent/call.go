@@ -338,6 +338,7 @@ func (r *run) drain(send termapi.Send) (termapi.SendResult, error) {
 			r.held.write(text)
 		} else {
 			r.out.write(text)
+			host.Output(r.parent, text)
 		}
 	}
 	res, err := send.Wait(r.ctx)
@@ -374,6 +375,7 @@ func (r *run) drain(send termapi.Send) (termapi.SendResult, error) {
 // waiting program.
 func (r *run) interrupt() (string, error) {
 	r.p.stats.stdinInterrupts.Add(1)
+	host.Note(r.parent, "ended", "waited for input, interrupted")
 	o, _, res, err := r.signalUntilPrompt(interruptSignals, func(termapi.Signal) time.Duration { return interruptStep })
 	switch {
 	case r.ctx.Err() != nil:
@@ -399,6 +401,7 @@ func (r *run) interrupt() (string, error) {
 // respond renders a call whose command ended: its output, its job
 // notices, and its exit status when that is not 0.
 func (r *run) respond() string {
+	host.Note(r.parent, "exitCode", max(r.exit, 0))
 	out := r.renderOutput()
 	if r.exit > 0 {
 		return r.result(out, fmt.Sprintf(exitCodeLine, r.exit))
@@ -424,6 +427,7 @@ func (r *run) result(parts ...string) string {
 
 // shellExited renders a call whose shell died, and resets the owner.
 func (r *run) shellExited(status termapi.Status) string {
+	host.Note(r.parent, "ended", "shell exited")
 	if status.Signal == "" {
 		// An exiting interactive bash says "exit"; that is bash's chatter,
 		// and the marker line below says it better.

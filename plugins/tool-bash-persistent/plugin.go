@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
+	"github.com/dshdev/dsh/config"
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/internal/private"
 	"github.com/dshdev/dsh/plugins/terminal"
@@ -116,6 +119,19 @@ func apply(pctx *host.Context, cfg *Config) (any, error) {
 		return p, err
 	}
 	tool.Instructions = cfg.instructions()
+	// Backends register after this plugin starts, as their entries do, so
+	// the backend this tool needs is looked up once all have started.
+	pctx.CheckLoaded(func(context.Context) error {
+		types := terms.Backends()
+		if slices.Contains(types, cfg.BackendType) {
+			return nil
+		}
+		have := "none is registered"
+		if len(types) > 0 {
+			have = "registered: " + strings.Join(types, ", ")
+		}
+		return config.FieldErrorf("backendType", "backendType %q: no backend of that type in its terminals service (%s); a typo, or no entry that registers it", cfg.BackendType, have)
+	})
 	return p, host.AddTool(pctx, tool)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dshdev/dsh/host"
 	"io"
 	"regexp"
 	"strconv"
@@ -64,6 +65,7 @@ func seconds(ms int) string {
 // what became of the command.
 func (r *run) onTimeout() (string, error) {
 	r.timedOut = true
+	host.Note(r.parent, "ended", "timed out ("+string(r.p.cfg.TimeoutAction)+")")
 	r.p.stats.timeouts.Add(1)
 	header := fmt.Sprintf(timeoutHeader, seconds(r.p.cfg.TimeoutMs))
 	if r.out == nil || r.st.shellID == "" || r.p.cfg.TimeoutAction == TimeoutReset {
