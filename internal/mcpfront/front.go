@@ -179,7 +179,7 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 		ctx, notes = host.WithNotes(ctx)
 	}
 	res := f.host.Tools().Call(ctx, owner, name, req.Params.Arguments)
-	f.endCall(st)
+	ended := f.endCall(st)
 	outcome := OutcomeOK
 	switch {
 	case ctx.Err() != nil:
@@ -198,6 +198,11 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 		// it wants no answer. Over HTTP the POST's response goes quiet
 		// here; over stdio the transport drops the answer itself.
 		f.requests.silence(req.Extra)
+	}
+	if ended {
+		// The session is going away under the call: the client learns it
+		// from an error, never from a result that looks like a run.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: ErrSessionEnded.Error()}
 	}
 	if res.IsError {
 		f.logger.Debug("tool call failed", "tool", name, "owner", owner.ID(), "error", res.Text)

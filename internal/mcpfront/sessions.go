@@ -31,6 +31,9 @@ type sessionState struct {
 	tool    string
 	args    json.RawMessage
 	running time.Time
+	// ended: the operator ended the session (EndSession); a call that
+	// returns after fails, rather than answering as if it ran.
+	ended bool
 }
 
 // SessionInfo describes a session with an owner, as an operator lists it.
@@ -65,6 +68,10 @@ type RunningCall struct {
 // ErrNoSession is the error of EndSession for an id no session has.
 var ErrNoSession = errors.New("mcpfront: no such session")
 
+// ErrSessionEnded is the error of a call whose session the operator ended
+// while it ran (EndSession).
+var ErrSessionEnded = errors.New("the operator ended this session")
+
 // beginCall notes a call of tool with args on ss, whose owner is owner,
 // and returns the session's state.
 func (f *Front) beginCall(ss *mcp.ServerSession, owner *host.Owner, extra *mcp.RequestExtra, tool string, args json.RawMessage, start time.Time) *sessionState {
@@ -93,10 +100,13 @@ func (f *Front) beginCall(ss *mcp.ServerSession, owner *host.Owner, extra *mcp.R
 }
 
 // endCall notes that the session's call has ended.
-func (f *Front) endCall(st *sessionState) {
+// endCall records that the call of st has returned, and reports whether
+// the operator ended the session meanwhile.
+func (f *Front) endCall(st *sessionState) (ended bool) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	st.tool, st.args, st.running = "", nil, time.Time{}
-	f.mu.Unlock()
+	return st.ended
 }
 
 // commandOf is the command of a call's arguments ({"command": "…"}), and
@@ -166,6 +176,7 @@ func (f *Front) EndSession(ctx context.Context, id string) error {
 	for ss, st := range f.states {
 		if st.owner.ID() == id {
 			match = ss
+			st.ended = true
 		}
 	}
 	f.mu.Unlock()

@@ -128,10 +128,12 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
+	initAnswer := false
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
 		key := idKey(resp.ID)
 		c.pendingMu.Lock()
 		c.sdkAnsweredLocked(key, resp)
+		initAnswer = key == c.initKey
 		c.pendingMu.Unlock()
 		defer c.answered(key)
 		if c.dropAnswer(resp.ID, key) {
@@ -142,7 +144,17 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("mcpfront: encode: %w", err)
 	}
-	return c.writeLine(data)
+	if !initAnswer {
+		return c.writeLine(data)
+	}
+	// Calls may take the fast path from the moment this line is on its
+	// way, not only once it is written: a client that has read it must
+	// find them served there. The write lock keeps every later answer
+	// behind this line.
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.initAnswered.Store(true)
+	return c.writeLocked(append(data, '\n'))
 }
 
 // dropAnswer reports whether the answer to request id (whose idKey is
@@ -176,6 +188,11 @@ func (c *lineConn) writeLine(data []byte) error { return c.writeRaw(append(data,
 func (c *lineConn) writeRaw(line []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
+	return c.writeLocked(line)
+}
+
+// writeLocked is writeRaw with writeMu held.
+func (c *lineConn) writeLocked(line []byte) error {
 	select {
 	case <-c.closed:
 		return io.ErrClosedPipe
