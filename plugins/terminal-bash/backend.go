@@ -42,7 +42,7 @@ type Backend struct {
 	// checked holds the outcome of checking a mode that spawns asked for
 	// instead of the configured one.
 	checkMu sync.Mutex
-	checked map[string]error
+	checked map[termapi.SandboxMode]error
 	// noCgroup is set once creating a cgroup has failed: it will not work
 	// later either, and the tracker alone is used from then on.
 	noCgroup atomic.Bool
@@ -92,7 +92,7 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 		environ:   os.Environ,
 		env:       cfg.Env,
 		sandbox:   cfg.Sandbox,
-		checked:   make(map[string]error),
+		checked:   make(map[termapi.SandboxMode]error),
 		abi:       abi,
 	}
 	return b, nil
@@ -265,12 +265,12 @@ func (b *Backend) launch(spec termapi.SpawnSpec, term *ptyPair, ctl *control, cm
 // in its control directory (removed with it) as TMPDIR, since it may not
 // write the shared one.
 func (b *Backend) confine(spec termapi.SpawnSpec, ctl *control, env []string) (sandbox.Policy, []string, error) {
-	sc, err := b.sandboxFor(string(spec.Policy.Sandbox))
+	sc, err := b.sandboxFor(spec.Policy.Sandbox)
 	if err != nil {
 		return sandbox.Policy{}, nil, err
 	}
 	if !sc.confined() {
-		return sandbox.Policy{Mode: sandbox.FullAccess, Network: true}, env, nil
+		return sandbox.Policy{Mode: termapi.SandboxFullAccess, Network: true}, env, nil
 	}
 	workspace := spec.Cwd
 	if workspace == "" {
@@ -281,7 +281,7 @@ func (b *Backend) confine(spec termapi.SpawnSpec, ctl *control, env []string) (s
 		workspace = wd
 	}
 	tmp := ""
-	if sc.Mode == string(sandbox.WorkspaceWrite) {
+	if sc.Mode == termapi.SandboxWorkspaceWrite {
 		tmp = filepath.Join(ctl.dir, "tmp")
 		if err := os.Mkdir(tmp, 0o700); err != nil {
 			return sandbox.Policy{}, nil, fmt.Errorf("sandbox temporary directory: %w", err)
@@ -311,13 +311,13 @@ func (b *Backend) confine(spec termapi.SpawnSpec, ctl *control, env []string) (s
 // directories as configured). A mode other than the configured one is
 // checked on first use, as the configured one was at load, and refused
 // with what is missing if the kernel cannot enforce it.
-func (b *Backend) sandboxFor(mode string) (*SandboxConfig, error) {
+func (b *Backend) sandboxFor(mode termapi.SandboxMode) (*SandboxConfig, error) {
 	if mode == "" || mode == b.sandbox.Mode {
 		return &b.sandbox, nil
 	}
 	sc := b.sandbox
 	sc.Mode = mode
-	if sc.Mode != string(sandbox.WorkspaceWrite) {
+	if sc.Mode != termapi.SandboxWorkspaceWrite {
 		sc.Workspace, sc.Writable = "", nil
 	}
 	if err := sc.validate("sandbox"); err != nil {

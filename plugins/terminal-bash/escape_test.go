@@ -16,19 +16,20 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/private"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // The attacks of a hostile agent on its sandbox, each run by a confined
 // shell against the real kernel (issue 25).
 
 // confinedModes are the modes that restrict files.
-var confinedModes = []string{"read-only", "workspace-write"}
+var confinedModes = []termapi.SandboxMode{"read-only", "workspace-write"}
 
 // Item 1: Landlock has no right for chmod, chown, utimes or xattrs; the
 // read-only mounts refuse them outside the writable paths.
 func TestConfinedShellChangesNoMetadataOutside(t *testing.T) {
 	for _, mode := range confinedModes {
-		t.Run(mode, func(t *testing.T) {
+		t.Run(string(mode), func(t *testing.T) {
 			outside := filepath.Join(t.TempDir(), "rootbash")
 			if err := os.WriteFile(outside, []byte("#!/bin/sh\n"), 0o755); err != nil {
 				t.Fatal(err)
@@ -113,8 +114,8 @@ func TestNetworkOffReachesNoUnixSocket(t *testing.T) {
 	if out, code := outputOf(t, open, probe); code != 0 || out != "reached" {
 		t.Fatalf("network on: exit %d, output %q; want the socket reached", code, out)
 	}
-	for _, mode := range []string{"danger-full-access", "read-only", "workspace-write"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range termapi.SandboxModes {
+		t.Run(string(mode), func(t *testing.T) {
 			s, _ := sandboxed(t, SandboxConfig{Mode: mode, Network: false})
 			if out, code := outputOf(t, s, probe); code == 0 || !strings.Contains(out, "Permission denied") {
 				t.Errorf("network off: exit %d, output %q; want the socket refused", code, out)
@@ -132,7 +133,7 @@ func TestNetworkOffReachesNoUnixSocket(t *testing.T) {
 // program that needs a new terminal gets one of the sandbox's own.
 func TestConfinedShellReachesNoOtherTerminal(t *testing.T) {
 	for _, mode := range confinedModes {
-		t.Run(mode, func(t *testing.T) {
+		t.Run(string(mode), func(t *testing.T) {
 			// Another agent's terminal, on dsh's devpts, named unlike the
 			// sandbox's own first two.
 			var m, other *os.File
@@ -203,7 +204,7 @@ func TestConfinedShellSeesNoneOfDshsPrivateFiles(t *testing.T) {
 		os.RemoveAll(filepath.Dir(ownOutput))
 	})
 	for _, mode := range confinedModes {
-		t.Run(mode, func(t *testing.T) {
+		t.Run(string(mode), func(t *testing.T) {
 			// The network is on: a token would open another dsh.
 			s, _ := sandboxed(t, SandboxConfig{Mode: mode, Network: true})
 			for _, path := range []string{token, otherOutput} {

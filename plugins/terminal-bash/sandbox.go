@@ -13,6 +13,7 @@ import (
 	"github.com/dshdev/dsh/config"
 	"github.com/dshdev/dsh/internal/private"
 	"github.com/dshdev/dsh/plugins/terminal-bash/internal/sandbox"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // SandboxConfig confines every shell of the backend with the kernel
@@ -32,7 +33,7 @@ type SandboxConfig struct {
 	// user namespace of its own, without any capability (even as root),
 	// and cannot signal processes outside its session (Landlock ABI 6 and
 	// later).
-	Mode string `json:"mode" jsonschema:"enum=danger-full-access,enum=workspace-write,enum=read-only"`
+	Mode termapi.SandboxMode `json:"mode" jsonschema:"enum=danger-full-access,enum=workspace-write,enum=read-only"`
 	// Network false gives each shell a network namespace of its own in
 	// which only the loopback interface exists: nothing outside the
 	// machine, nor any server of the machine's, can be reached; and no
@@ -53,12 +54,12 @@ type SandboxConfig struct {
 var ErrSandboxUnenforceable = sandbox.ErrUnenforceable
 
 func defaultSandbox() SandboxConfig {
-	return SandboxConfig{Mode: string(sandbox.FullAccess), Network: true}
+	return SandboxConfig{Mode: termapi.SandboxFullAccess, Network: true}
 }
 
 // validate reports the first invalid field; prefix is the field's name.
 func (c *SandboxConfig) validate(prefix string) error {
-	mode := sandbox.Mode(c.Mode)
+	mode := c.Mode
 	if !mode.Valid() {
 		return config.FieldErrorf(prefix+".mode", "terminal-bash: %s.mode must be one of %s; got %q", prefix, modeList(), c.Mode)
 	}
@@ -72,15 +73,15 @@ func (c *SandboxConfig) validate(prefix string) error {
 			return config.FieldErrorf(prefix+".writable", "terminal-bash: %s.writable: %v", prefix, err)
 		}
 	}
-	if mode != sandbox.WorkspaceWrite && (c.Workspace != "" || len(c.Writable) > 0) {
-		return config.FieldErrorf(prefix+".mode", "terminal-bash: %s.workspace and %s.writable need mode %q; mode is %q", prefix, prefix, sandbox.WorkspaceWrite, c.Mode)
+	if mode != termapi.SandboxWorkspaceWrite && (c.Workspace != "" || len(c.Writable) > 0) {
+		return config.FieldErrorf(prefix+".mode", "terminal-bash: %s.workspace and %s.writable need mode %q; mode is %q", prefix, prefix, termapi.SandboxWorkspaceWrite, c.Mode)
 	}
 	return nil
 }
 
 func modeList() string {
-	names := make([]string, len(sandbox.Modes))
-	for i, m := range sandbox.Modes {
+	names := make([]string, len(termapi.SandboxModes))
+	for i, m := range termapi.SandboxModes {
 		names[i] = string(m)
 	}
 	return strings.Join(names, ", ")
@@ -103,7 +104,7 @@ func absoluteDir(dir string) error {
 
 // confined reports whether the sandbox restricts anything.
 func (c *SandboxConfig) confined() bool {
-	return c.Mode != string(sandbox.FullAccess) || !c.Network
+	return c.Mode != termapi.SandboxFullAccess || !c.Network
 }
 
 // sandboxCheckBound bounds the probe at load: it forks one helper.
@@ -132,8 +133,8 @@ func checkSandbox(c *SandboxConfig) (int, error) {
 // policy is what one shell may do: workspace is the session's starting
 // directory, tmp its private temporary directory (empty when it has none).
 func (c *SandboxConfig) policy(workspace, tmp string) sandbox.Policy {
-	p := sandbox.Policy{Mode: sandbox.Mode(c.Mode), Network: c.Network}
-	if p.Mode == sandbox.WorkspaceWrite {
+	p := sandbox.Policy{Mode: c.Mode, Network: c.Network}
+	if p.Mode == termapi.SandboxWorkspaceWrite {
 		if c.Workspace != "" {
 			workspace = c.Workspace
 		}
@@ -151,7 +152,7 @@ func (c *SandboxConfig) policy(workspace, tmp string) sandbox.Policy {
 // is workspace-write (a shell with full access may write anything, and
 // nothing is gained by naming it).
 func (c *SandboxConfig) WritableRoots(workdir string) []string {
-	if c.Mode != string(sandbox.WorkspaceWrite) {
+	if c.Mode != termapi.SandboxWorkspaceWrite {
 		return nil
 	}
 	ws := c.Workspace

@@ -9,6 +9,8 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -148,7 +150,7 @@ func confineFiles(p Policy) (int, error) {
 	if len(p.WritableFiles) > 0 {
 		rules = append(rules, landlock.PathAccess(llsyscall.AccessFSWriteFile, p.WritableFiles...))
 	}
-	if p.Mode == WorkspaceWrite && len(p.WritableDirs) > 0 {
+	if p.Mode == termapi.SandboxWorkspaceWrite && len(p.WritableDirs) > 0 {
 		rules = append(rules, landlock.RWDirs(p.WritableDirs...).WithRefer())
 	}
 	// Everything the newest known ABI can restrict, down to what this

@@ -14,46 +14,18 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+
 	"golang.org/x/sys/unix"
 )
 
-// Mode says what a confined shell may write.
-type Mode string
-
-// The modes. The names are the original's.
-const (
-	// FullAccess is no confinement: the shell may do anything dsh's user
-	// may.
-	FullAccess Mode = "danger-full-access"
-	// WorkspaceWrite lets the shell read everything and write only below
-	// the policy's writable directories (the workspace, its private
-	// temporary directory, what the deployment adds).
-	WorkspaceWrite Mode = "workspace-write"
-	// ReadOnly lets the shell read everything and write nothing but
-	// terminals and the null devices.
-	ReadOnly Mode = "read-only"
-)
-
-// Modes lists the valid modes.
-var Modes = []Mode{FullAccess, WorkspaceWrite, ReadOnly}
-
-// Valid reports whether m is one of Modes.
-func (m Mode) Valid() bool {
-	for _, v := range Modes {
-		if m == v {
-			return true
-		}
-	}
-	return false
-}
-
 // Policy is what a confined shell may do.
 type Policy struct {
-	Mode Mode `json:"mode"`
+	Mode termapi.SandboxMode `json:"mode"`
 	// Network false puts the shell in a network namespace of its own,
 	// where only a loopback interface exists.
 	Network bool `json:"network"`
-	// WritableDirs are the directories a WorkspaceWrite shell may write
+	// WritableDirs are the directories a termapi.SandboxWorkspaceWrite shell may write
 	// below (create, change, remove, rename within).
 	WritableDirs []string `json:"writableDirs,omitempty"`
 	// WritableFiles are files a shell may write in any confined mode: the
@@ -76,7 +48,9 @@ type Policy struct {
 // Confined reports whether the policy restricts anything at all.
 func (p Policy) Confined() bool { return p.restrictsFiles() || !p.Network }
 
-func (p Policy) restrictsFiles() bool { return p.Mode == WorkspaceWrite || p.Mode == ReadOnly }
+func (p Policy) restrictsFiles() bool {
+	return p.Mode == termapi.SandboxWorkspaceWrite || p.Mode == termapi.SandboxReadOnly
+}
 
 // OwnTerminal reports whether a shell under p gets its terminal from the
 // helper (see WrapTerminal) instead of from its parent: a shell confined

@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 func TestCheckReportsTheABI(t *testing.T) {
-	r, err := Check(context.Background(), Policy{Mode: ReadOnly, Network: false})
+	r, err := Check(context.Background(), Policy{Mode: termapi.SandboxReadOnly, Network: false})
 	if err != nil {
 		if os.Getenv("DSH_REQUIRE_SANDBOX") == "1" {
 			t.Fatalf("the sandbox is required here: %v", err)
@@ -26,7 +28,7 @@ func TestCheckReportsTheABI(t *testing.T) {
 }
 
 func TestCheckNamesWhatFails(t *testing.T) {
-	_, err := Check(context.Background(), Policy{Mode: WorkspaceWrite, Network: true, WritableDirs: []string{"/nonexistent-dsh-dir"}})
+	_, err := Check(context.Background(), Policy{Mode: termapi.SandboxWorkspaceWrite, Network: true, WritableDirs: []string{"/nonexistent-dsh-dir"}})
 	if !errors.Is(err, ErrUnenforceable) {
 		t.Fatalf("got %v, want ErrUnenforceable", err)
 	}
@@ -37,7 +39,7 @@ func TestCheckNamesWhatFails(t *testing.T) {
 
 func TestWrapLeavesAnUnconfinedCommandAlone(t *testing.T) {
 	cmd := exec.Command("/bin/true")
-	if err := Wrap(cmd, Policy{Mode: FullAccess, Network: true}); err != nil {
+	if err := Wrap(cmd, Policy{Mode: termapi.SandboxFullAccess, Network: true}); err != nil {
 		t.Fatal(err)
 	}
 	if cmd.Path != "/bin/true" || len(cmd.Args) != 1 || cmd.SysProcAttr != nil {
@@ -65,7 +67,7 @@ func TestCheckTakesNestedWritableDirectories(t *testing.T) {
 	if err := os.Mkdir(inner, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Check(context.Background(), Policy{Mode: WorkspaceWrite, Network: true, WritableDirs: []string{inner, outer, outer}}); err != nil {
+	if _, err := Check(context.Background(), Policy{Mode: termapi.SandboxWorkspaceWrite, Network: true, WritableDirs: []string{inner, outer, outer}}); err != nil {
 		if os.Getenv("DSH_REQUIRE_SANDBOX") != "1" && errors.Is(err, ErrUnenforceable) && !strings.Contains(err.Error(), "writable") {
 			t.Skipf("this machine cannot enforce the sandbox: %v", err)
 		}
