@@ -13,8 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
+	"github.com/moby/moby/client"
 
 	"github.com/dshdev/dsh/deployments"
 	"github.com/dshdev/dsh/host"
@@ -261,9 +260,9 @@ func TestDockerImageScriptAndDockerHost(t *testing.T) {
 		t.Fatalf("docker-image.sh: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {
-		api, err := client.NewClientWithOpts(client.WithHost(daemon), client.WithAPIVersionNegotiation())
+		api, err := client.New(client.WithHost(daemon))
 		if err == nil {
-			api.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true})
+			api.ImageRemove(context.Background(), tag, client.ImageRemoveOptions{Force: true})
 			api.Close()
 		}
 	})

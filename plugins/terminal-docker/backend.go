@@ -17,10 +17,10 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/mount"
-	"github.com/docker/docker/client"
 	"github.com/docker/go-units"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
 
 	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
@@ -68,11 +68,11 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Backend, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	opts := []client.Opt{client.FromEnv}
 	if cfg.Host != "" {
 		opts = append(opts, client.WithHost(cfg.Host))
 	}
-	api, err := client.NewClientWithOpts(opts...)
+	api, err := client.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
@@ -95,7 +95,7 @@ func (b *Backend) check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, inspectBound)
 	defer cancel()
 	host := b.api.DaemonHost()
-	if _, err := b.api.Ping(ctx); err != nil {
+	if _, err := b.api.Ping(ctx, client.PingOptions{}); err != nil {
 		return fmt.Errorf("%w at %s: %v", ErrUnreachable, host, err)
 	}
 	b.local = strings.HasPrefix(host, "unix://")
@@ -108,14 +108,14 @@ func (b *Backend) check(ctx context.Context) error {
 		}
 		return nil
 	}
-	ci, err := b.api.ContainerInspect(ctx, b.cfg.Container)
+	ci, err := b.api.ContainerInspect(ctx, b.cfg.Container, client.ContainerInspectOptions{})
 	if err != nil {
 		if isNotFound(err) {
 			return fmt.Errorf("%w: no container %q on the daemon at %s", ErrNoContainer, b.cfg.Container, host)
 		}
 		return fmt.Errorf("%w at %s: inspect container %q: %v", ErrUnreachable, host, b.cfg.Container, err)
 	}
-	if ci.State == nil || !ci.State.Running {
+	if ci.Container.State == nil || !ci.Container.State.Running {
 		return fmt.Errorf("%w: container %q is not running", ErrNoContainer, b.cfg.Container)
 	}
 	return nil
@@ -205,14 +205,14 @@ func (b *Backend) open(ctx context.Context, spec termapi.SpawnSpec) (*execLink, 
 		return nil, err
 	}
 	sz := spec.Policy.Size.Or(termapi.DefaultSize)
-	size := &[2]uint{uint(sz.Rows), uint(sz.Cols)}
+	size := client.ConsoleSize{Height: uint(sz.Rows), Width: uint(sz.Cols)}
 	user := b.cfg.User
 	if l.owned {
 		user = b.user()
 	}
-	ex, err := b.api.ContainerExecCreate(ctx, l.container, container.ExecOptions{
+	ex, err := b.api.ExecCreate(ctx, l.container, client.ExecCreateOptions{
 		User:         user,
-		Tty:          true,
+		TTY:          true,
 		ConsoleSize:  size,
 		AttachStdin:  true,
 		AttachStdout: true,
@@ -227,12 +227,12 @@ func (b *Backend) open(ctx context.Context, spec termapi.SpawnSpec) (*execLink, 
 		return fail(fmt.Errorf("%w: container %s: create the shell's exec: %v", ErrShell, shortID(l.container), err))
 	}
 	l.exec = ex.ID
-	l.conn, err = b.api.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{Tty: true, ConsoleSize: size})
+	l.conn, err = b.api.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{TTY: true, ConsoleSize: size})
 	if err != nil {
 		return fail(fmt.Errorf("%w: container %s: start the shell: %v", ErrShell, shortID(l.container), err))
 	}
 	// Daemons older than API 1.42 ignore the size given at creation.
-	_ = b.api.ContainerExecResize(ctx, ex.ID, container.ResizeOptions{Height: size[0], Width: size[1]})
+	_, _ = b.api.ExecResize(ctx, ex.ID, client.ExecResizeOptions(size))
 	if b.local {
 		l.shell = b.hostShell(ctx, ex.ID, l.container)
 	}
@@ -256,15 +256,15 @@ func (b *Backend) hostShell(ctx context.Context, execID, containerID string) pro
 		}
 		// The attach has started the exec: one that is not running has
 		// ended already, and there is nothing to watch.
-		ei, err := b.api.ContainerExecInspect(ctx, execID)
+		ei, err := b.api.ExecInspect(ctx, execID, client.ExecInspectOptions{})
 		if err != nil || !ei.Running {
 			return proc.Identity{}
 		}
-		if ei.Pid > 0 {
-			id, err := proc.IdentityOf(ei.Pid)
-			cg, cgErr := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", ei.Pid))
+		if ei.PID > 0 {
+			id, err := proc.IdentityOf(ei.PID)
+			cg, cgErr := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", ei.PID))
 			if err != nil || cgErr != nil || !bytes.Contains(cg, []byte(containerID)) {
-				b.log.Debug("the exec's pid does not name its process here; no stdin proof", "pid", ei.Pid)
+				b.log.Debug("the exec's pid does not name its process here; no stdin proof", "pid", ei.PID)
 				return proc.Identity{}
 			}
 			return id
@@ -318,14 +318,14 @@ func (b *Backend) create(ctx context.Context, spec termapi.SpawnSpec) (string, b
 		Labels:    map[string]string{"dsh.session": spec.SessionID, "dsh.owner": spec.OwnerID},
 	}
 	name := "dsh-" + backendkit.SafeName(spec.SessionID) + "-" + randomSuffix()
-	created, err := b.api.ContainerCreate(ctx, cc, hc, nil, nil, name)
+	created, err := b.api.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cc, HostConfig: hc, Name: name})
 	if err != nil {
 		return "", false, fmt.Errorf("%w: create a container from %q: %v", ErrShell, b.cfg.Image, err)
 	}
-	if err := b.api.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+	if _, err := b.api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inspectBound)
 		defer cancel()
-		_ = b.api.ContainerRemove(rctx, created.ID, container.RemoveOptions{Force: true})
+		_, _ = b.api.ContainerRemove(rctx, created.ID, client.ContainerRemoveOptions{Force: true})
 		return "", false, fmt.Errorf("%w: start container %s: %v", ErrShell, shortID(created.ID), err)
 	}
 	return created.ID, ws != "", nil

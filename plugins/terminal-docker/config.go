@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/go-units"
+	"github.com/moby/moby/api/types/mount"
 
 	"github.com/dshdev/dsh/config"
 )

@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
 
 	"github.com/dshdev/dsh/plugins/terminal-docker/dockertest"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
@@ -122,7 +123,7 @@ func TestContainerKilledMidCommand(t *testing.T) {
 		t.Fatal("exited early")
 	}
 	cid := containerOf(t, host)
-	if err := b.api.ContainerKill(ctx, cid, "KILL"); err != nil {
+	if _, err := b.api.ContainerKill(ctx, cid, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := send.Wait(ctx)
@@ -147,10 +148,10 @@ func containerOf(t *testing.T, host string) string {
 	defer cancel()
 	b := newBackend(t, testConfig(host))
 	list, err := b.api.ContainerList(ctx, containerListOptions("pty-test"))
-	if err != nil || len(list) != 1 {
-		t.Fatalf("containers of pty-test: %v (%d)", err, len(list))
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("containers of pty-test: %v (%d)", err, len(list.Items))
 	}
-	return list[0].ID
+	return list.Items[0].ID
 }
 
 // Bad configuration and a missing image or daemon are clear load errors.
@@ -181,13 +182,16 @@ func TestExistingContainer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	api := newBackend(t, testConfig(host)).api
-	created, err := api.ContainerCreate(ctx, &container.Config{Image: dockertest.Image, Cmd: []string{"/bin/bash"}, OpenStdin: true},
-		&container.HostConfig{NetworkMode: "none", Init: ptr(true)}, nil, nil, "dsh-test-existing-"+randomSuffix())
+	created, err := api.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config:     &container.Config{Image: dockertest.Image, Cmd: []string{"/bin/bash"}, OpenStdin: true},
+		HostConfig: &container.HostConfig{NetworkMode: "none", Init: ptr(true)},
+		Name:       "dsh-test-existing-" + randomSuffix(),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer api.ContainerRemove(context.Background(), created.ID, container.RemoveOptions{Force: true})
-	if err := api.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+	defer api.ContainerRemove(context.Background(), created.ID, client.ContainerRemoveOptions{Force: true})
+	if _, err := api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := testConfig(host)
@@ -206,7 +210,7 @@ func TestExistingContainer(t *testing.T) {
 	if err := s.Close(ctx, "test"); err != nil {
 		t.Fatal(err)
 	}
-	ps, err := api.ContainerTop(ctx, created.ID, nil)
+	ps, err := api.ContainerTop(ctx, created.ID, client.ContainerTopOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,8 +219,8 @@ func TestExistingContainer(t *testing.T) {
 			t.Errorf("job %d survived the close: %v", job, p)
 		}
 	}
-	ci, err := api.ContainerInspect(ctx, created.ID)
-	if err != nil || !ci.State.Running {
+	ci, err := api.ContainerInspect(ctx, created.ID, client.ContainerInspectOptions{})
+	if err != nil || !ci.Container.State.Running {
 		t.Errorf("the container is not running after the close: %v", err)
 	}
 }

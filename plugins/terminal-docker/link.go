@@ -9,9 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docker/docker/api/types"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/client"
+	"github.com/moby/moby/client"
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/proc"
@@ -23,7 +21,7 @@ import (
 // the stream is the terminal's raw bytes, not docker's multiplexed frames.
 type execLink struct {
 	api       *client.Client
-	conn      types.HijackedResponse
+	conn      client.ExecAttachResult
 	container string // the container's id
 	owned     bool   // dsh created the container, and removes it
 	exec      string // the exec's id
@@ -61,7 +59,8 @@ func (l *execLink) ended() { l.eofOnce.Do(func() { close(l.eof) }) }
 func (l *execLink) Resize(size termapi.Size) error {
 	ctx, cancel := context.WithTimeout(context.Background(), inspectBound)
 	defer cancel()
-	return l.api.ContainerExecResize(ctx, l.exec, container.ResizeOptions{Height: uint(size.Rows), Width: uint(size.Cols)})
+	_, err := l.api.ExecResize(ctx, l.exec, client.ExecResizeOptions{Height: uint(size.Rows), Width: uint(size.Cols)})
+	return err
 }
 
 // inspectBound bounds each call to the daemon that an exit or close makes.
@@ -76,7 +75,7 @@ func (l *execLink) Wait() termapi.Status {
 	// The stream ends as the process does; the daemon records the exit
 	// code a moment later.
 	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
-		ei, err := l.api.ContainerExecInspect(ctx, l.exec)
+		ei, err := l.api.ExecInspect(ctx, l.exec, client.ExecInspectOptions{})
 		if err != nil {
 			break
 		}
@@ -95,16 +94,16 @@ func (l *execLink) Wait() termapi.Status {
 // containerEnd refines st when the whole container has ended: a kill or
 // the memory limit took the shell with it.
 func (l *execLink) containerEnd(ctx context.Context, st termapi.Status) termapi.Status {
-	ci, err := l.api.ContainerInspect(ctx, l.container)
-	if err != nil || ci.State == nil || ci.State.Running {
+	ci, err := l.api.ContainerInspect(ctx, l.container, client.ContainerInspectOptions{})
+	if err != nil || ci.Container.State == nil || ci.Container.State.Running {
 		return st
 	}
-	if ci.State.OOMKilled {
+	if ci.Container.State.OOMKilled {
 		l.log.Info("the container ran out of memory", "container", l.container)
 		return termapi.Status{Exited: true, ExitCode: -1, Signal: "SIGKILL"}
 	}
-	if st.ExitCode == -1 && st.Signal == "" && ci.State.ExitCode > 128 {
-		st.Signal = unix.SignalName(unix.Signal(ci.State.ExitCode - 128))
+	if st.ExitCode == -1 && st.Signal == "" && ci.Container.State.ExitCode > 128 {
+		st.Signal = unix.SignalName(unix.Signal(ci.Container.State.ExitCode - 128))
 	}
 	return st
 }
@@ -119,7 +118,7 @@ func (l *execLink) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), inspectBound)
 		defer cancel()
 		if l.owned {
-			err := l.api.ContainerRemove(ctx, l.container, container.RemoveOptions{Force: true, RemoveVolumes: true})
+			_, err := l.api.ContainerRemove(ctx, l.container, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 			if err != nil && !isNotFound(err) {
 				l.closeErr = err
 			}

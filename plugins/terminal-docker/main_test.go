@@ -7,14 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"go.uber.org/goleak"
 
 	"github.com/dshdev/dsh/plugins/terminal-docker/dockertest"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
+	"github.com/moby/moby/client"
 )
 
 func TestMain(m *testing.M) {
@@ -82,6 +81,6 @@ func containerCount(t *testing.T, host string) int {
 }
 
 // containerListOptions selects the containers of one session id.
-func containerListOptions(session string) container.ListOptions {
-	return container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "dsh.session="+session))}
+func containerListOptions(session string) client.ContainerListOptions {
+	return client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", "dsh.session="+session)}
 }

@@ -19,8 +19,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
+	"github.com/moby/moby/client"
 )
 
 // Import builds the image (RootFS) and imports it into the daemon at host
@@ -28,11 +27,11 @@ import (
 // already there under tag is kept unless replace is set. It reports
 // whether it imported one.
 func Import(ctx context.Context, host, tag string, replace bool) (bool, error) {
-	opts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	opts := []client.Opt{client.FromEnv}
 	if host != "" {
 		opts = append(opts, client.WithHost(host))
 	}
-	api, err := client.NewClientWithOpts(opts...)
+	api, err := client.New(opts...)
 	if err != nil {
 		return false, err
 	}
@@ -46,7 +45,7 @@ func Import(ctx context.Context, host, tag string, replace bool) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("the image's files: %w", err)
 	}
-	rc, err := api.ImageImport(ctx, image.ImportSource{Source: bytes.NewReader(rootfs), SourceName: "-"}, tag, image.ImportOptions{})
+	rc, err := api.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(rootfs), SourceName: "-"}, tag, client.ImageImportOptions{})
 	if err != nil {
 		return false, fmt.Errorf("import into the daemon at %s: %w", api.DaemonHost(), err)
 	}
