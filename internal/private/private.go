@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 )
 
@@ -126,9 +127,52 @@ func ownerName(owner string) string {
 }
 
 // RemoveOwnerDir removes the owner's directory of OwnerDir if it is
-// empty, and creates nothing.
+// empty and nothing in this process holds it (HoldOwnerDir), and creates
+// nothing.
 func RemoveOwnerDir(owner string) {
+	holds.Lock()
+	defer holds.Unlock()
+	if holds.n[owner] > 0 {
+		return
+	}
 	for _, base := range bases() {
 		_ = os.Remove(filepath.Join(base, "dsh", ownerPrefix+ownerName(owner)))
 	}
+}
+
+// holds counts, per owner, the holders of its directory in this process:
+// a sandboxed shell binds it at its start, so a shell of the same owner
+// that closes meanwhile must not remove it, empty as it may be.
+var holds struct {
+	sync.Mutex
+	n map[string]int
+}
+
+// HoldOwnerDir is OwnerDir, held until release is called: RemoveOwnerDir
+// leaves it alone meanwhile. release removes it if it is empty and no one
+// else holds it.
+func HoldOwnerDir(owner string) (path string, release func(), err error) {
+	holds.Lock()
+	if holds.n == nil {
+		holds.n = make(map[string]int)
+	}
+	holds.n[owner]++
+	holds.Unlock()
+	path, err = OwnerDir(owner)
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			holds.Lock()
+			if holds.n[owner]--; holds.n[owner] == 0 {
+				delete(holds.n, owner)
+			}
+			holds.Unlock()
+			RemoveOwnerDir(owner)
+		})
+	}
+	if err != nil {
+		release()
+		return "", nil, err
+	}
+	return path, release, nil
 }

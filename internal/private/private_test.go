@@ -147,3 +147,29 @@ func TestOwnerDirIsPrivateAndNamedByTheOwner(t *testing.T) {
 		}
 	}
 }
+
+// A held owner's directory stays while anyone holds it, whoever else tries
+// to remove it: a sandboxed shell binds it at its start, while another
+// shell of the same owner may be closing (TestConformanceSandboxed saw the
+// directory gone under a starting shell). The last release removes it.
+func TestHeldOwnerDirStays(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	dir, releaseA, err := HoldOwnerDir("agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, releaseB, err := HoldOwnerDir("agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseA()
+	releaseA() // twice is once
+	RemoveOwnerDir("agent")
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the directory went while held: %v", err)
+	}
+	releaseB()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the last release left the directory: %v", err)
+	}
+}

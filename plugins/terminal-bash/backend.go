@@ -295,12 +295,12 @@ func (b *Backend) confine(spec termapi.SpawnSpec, ctl *control, env []string) (s
 		// every other session's files: the shell sees only its own
 		// control directory and its owner's directory (saved outputs).
 		if dir, err := private.Dir(); err == nil && within(ctl.dir, dir) {
-			owner, err := private.OwnerDir(spec.OwnerID)
+			owner, release, err := private.HoldOwnerDir(spec.OwnerID)
 			if err != nil {
 				return sandbox.Policy{}, nil, fmt.Errorf("sandbox: the owner's directory: %w", err)
 			}
 			pol.Private, pol.Keep = dir, []string{ctl.dir, owner}
-			ctl.owner = spec.OwnerID
+			ctl.releaseOwner = release
 		}
 	}
 	return pol, env, nil

@@ -34,10 +34,11 @@ type control struct {
 	out  *os.File
 	// inPath and outPath are the FIFOs' names; in is re-opened by reset.
 	inPath, outPath string
-	// owner, when set, is the owner whose directory in dsh's private
-	// one the session's sandbox keeps visible: removed with the session
-	// if nothing is left in it.
-	owner string
+	// releaseOwner, when set, lets go of the owner's directory in dsh's
+	// private one, which the session's sandbox keeps visible (see
+	// private.HoldOwnerDir): it is removed with the last session holding
+	// it, if nothing is left in it.
+	releaseOwner func()
 }
 
 // pipeSize is the capacity the FIFOs are given: a page each. Records are a
@@ -191,8 +192,8 @@ func (c *control) close() error {
 	if c.out != nil {
 		c.out.Close()
 	}
-	if c.owner != "" {
-		private.RemoveOwnerDir(c.owner)
+	if c.releaseOwner != nil {
+		c.releaseOwner()
 	}
 	if err := os.RemoveAll(c.dir); err != nil {
 		return fmt.Errorf("remove control directory: %w", err)
