@@ -3,6 +3,7 @@ package mcpfront
 import (
 	"encoding/json"
 
+	"github.com/dshdev/dsh/internal/mcpfast"
 	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -41,12 +42,12 @@ func decodeLine(line []byte) (req *jsonrpc.Request, plain, ok bool) {
 		Result     json.RawMessage `json:"result,omitempty"`
 		Error      *jsonrpc.Error  `json:"error,omitempty"`
 	}
-	if _, err := segjson.Parse(line, &m, decodeFlags); err != nil || m.VersionTag != "2.0" || len(m.Method) == 0 {
+	if _, err := segjson.Parse(line, &m, mcpfast.DecodeFlags); err != nil || m.VersionTag != "2.0" || len(m.Method) == 0 {
 		return nil, false, false
 	}
 	var rawID any
 	if len(m.ID) > 0 {
-		if _, err := segjson.Parse(m.ID, &rawID, decodeFlags); err != nil {
+		if _, err := segjson.Parse(m.ID, &rawID, mcpfast.DecodeFlags); err != nil {
 			return nil, false, false
 		}
 	}
@@ -55,16 +56,12 @@ func decodeLine(line []byte) (req *jsonrpc.Request, plain, ok bool) {
 		return nil, false, false
 	}
 	var method string
-	if _, err := segjson.Parse(m.Method, &method, decodeFlags); err != nil {
+	if _, err := segjson.Parse(m.Method, &method, mcpfast.DecodeFlags); err != nil {
 		return nil, false, false
 	}
 	plain = method != "" && (len(m.ID) == 0 || validID(m.ID) != nil) && len(m.Result) == 0 && m.Error == nil && segjson.Valid(line)
 	return &jsonrpc.Request{ID: id, Method: method, Params: m.Params}, plain, true
 }
-
-// decodeFlags are the SDK's options for its decoder: field names match
-// exactly.
-const decodeFlags = segjson.DontMatchCaseInsensitiveStructFields
 
 // maxNesting is the deepest nesting of arrays and objects the SDK decodes.
 const maxNesting = 1000

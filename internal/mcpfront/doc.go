@@ -74,6 +74,12 @@
 // checks under both protocols. The SDK's dispatch of a request cost more
 // CPU and latency than the rest of a trivial call. Every other request,
 // and any tools/call the SDK might answer differently, goes to the SDK.
+// What the fast path reproduces of the SDK (its decoding of a call, its
+// protocol constant, the answer's bytes) is package mcpfast, which pins
+// the go-sdk version it was checked against. The front decides at New
+// whether there is a fast path (Options.NoFastPath: dsh serve
+// --mcp-fast-path=false), and Serve installs it on a stdio connection
+// only then.
 //
 // # Results and errors
 //

@@ -3,15 +3,11 @@ package mcpfront
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"strconv"
 	"sync"
 
-	segjson "github.com/segmentio/encoding/json"
-
+	"github.com/dshdev/dsh/internal/mcpfast"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -45,36 +41,19 @@ import (
 // has installed the fast path, the connection reads nothing, so the first
 // call takes it too.
 
-// newProtocolVersion is the first protocol version whose requests carry
-// their own _meta (SEP-2575); the SDK's own constant is unexported.
-const newProtocolVersion = "2026-07-28"
-
 // fastCalls is what a connection needs to answer tools/call itself: the
 // front and the SDK's session for this connection.
 type fastCalls struct {
 	front *Front
 	ss    *mcp.ServerSession
 	tools map[string]bool
-	// serverInfo is what the SDK puts in a per-request result's _meta.
-	serverInfo     *mcp.Implementation
-	serverInfoJSON []byte
-	// complete is an empty result of type "complete"; nil if this SDK
-	// does not produce one that way, and then per-request calls go to it.
-	complete *mcp.CallToolResult
+	enc   *mcpfast.Encoder
 }
 
 func newFastCalls(f *Front, ss *mcp.ServerSession) *fastCalls {
-	fc := &fastCalls{front: f, ss: ss, tools: make(map[string]bool), serverInfo: f.impl}
-	fc.serverInfoJSON, _ = json.Marshal(f.impl) // an Implementation always marshals
+	fc := &fastCalls{front: f, ss: ss, tools: make(map[string]bool), enc: f.fastEncoder}
 	for _, t := range f.host.Tools().List() {
 		fc.tools[t.Name] = true
-	}
-	// The result type is unexported: a result decoded from JSON holds it.
-	var complete mcp.CallToolResult
-	if json.Unmarshal([]byte(`{"content":[],"resultType":"complete"}`), &complete) == nil {
-		if data, err := marshalResult(&complete); err == nil && bytes.Contains(data, []byte(`"resultType":"complete"`)) {
-			fc.complete = &complete
-		}
 	}
 	return fc
 }
@@ -96,49 +75,6 @@ type callState struct {
 	served int
 }
 
-// callParams is what the fast path reads of a tools/call's params, in one
-// pass with the SDK's decoder and options; the SDK decodes a tools/call
-// that fails here, and reports the error.
-type callParams struct {
-	Meta           json.RawMessage `json:"_meta"`
-	Name           string          `json:"name"`
-	Arguments      json.RawMessage `json:"arguments"`
-	InputResponses json.RawMessage `json:"inputResponses"`
-	RequestState   json.RawMessage `json:"requestState"`
-}
-
-// callMeta is what the fast path reads of a tools/call's _meta.
-type callMeta struct {
-	ProgressToken   any `json:"progressToken"`
-	ProtocolVersion any `json:"io.modelcontextprotocol/protocolVersion"`
-}
-
-// decodeCall decodes a tools/call's params into what the front's handler
-// reads of them (the name, the arguments, the progress token), and
-// reports whether they select SEP-2575's per-request protocol, as the SDK
-// decides it. ok is false for params only the SDK should answer.
-func decodeCall(params json.RawMessage) (p *callParams, raw *mcp.CallToolParamsRaw, perRequest, ok bool) {
-	p = new(callParams)
-	if _, err := segjson.Parse(params, p, decodeFlags); err != nil || !absent(p.InputResponses) || !absent(p.RequestState) {
-		return nil, nil, false, false
-	}
-	raw = &mcp.CallToolParamsRaw{Name: p.Name, Arguments: p.Arguments}
-	if absent(p.Meta) {
-		return p, raw, false, true
-	}
-	var m callMeta
-	if _, err := segjson.Parse(p.Meta, &m, decodeFlags); err != nil || p.Meta[0] != '{' {
-		return nil, nil, false, false
-	}
-	if m.ProgressToken != nil {
-		raw.Meta = mcp.Meta{"progressToken": m.ProgressToken}
-	}
-	v, isString := m.ProtocolVersion.(string)
-	return p, raw, isString && v >= newProtocolVersion, true
-}
-
-func absent(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
-
 // serveCall starts req as a call of the fast path and reports true, or
 // reports false: the SDK answers it. req is tracked already.
 func (c *lineConn) serveCall(req *jsonrpc.Request) bool {
@@ -146,7 +82,7 @@ func (c *lineConn) serveCall(req *jsonrpc.Request) bool {
 	if fc == nil || req.Method != "tools/call" || !req.ID.IsValid() {
 		return false
 	}
-	p, params, perRequest, ok := decodeCall(req.Params)
+	p, params, perRequest, ok := mcpfast.Decode(req.Params)
 	if !ok || !fc.tools[p.Name] {
 		return false
 	}
@@ -162,7 +98,7 @@ func (c *lineConn) serveCall(req *jsonrpc.Request) bool {
 	switch _, dup := c.calls.inFlight[key]; {
 	case dup || c.calls.done:
 		return false
-	case perRequest && (fc.complete == nil || c.calls.accepted == nil || !bytes.Equal(p.Meta, c.calls.accepted)):
+	case perRequest && (!fc.enc.PerRequest() || c.calls.accepted == nil || !bytes.Equal(p.Meta, c.calls.accepted)):
 		// Let the SDK validate this _meta; its answer teaches us.
 		c.calls.sdkMeta[key] = bytes.Clone(p.Meta)
 		return false
@@ -227,91 +163,14 @@ func (c *lineConn) answerCall(fc *fastCalls, id jsonrpc.ID, key string, perReque
 	if c.dropAnswer(id, key) {
 		return
 	}
-	var line []byte
-	if text, ok := onlyText(res); ok && err == nil {
-		line = appendCallResult(nil, fc, id, perRequest, text, res.IsError)
-	} else {
-		line, err = encodeCallResponse(fc, id, perRequest, res, err)
-		if err != nil {
-			c.log.Warn("encoding a call's answer failed", "error", err)
-			return
-		}
-		line = append(line, '\n')
+	line, err := fc.enc.Answer(nil, id, perRequest, res, err)
+	if err != nil {
+		c.log.Warn("encoding a call's answer failed", "error", err)
+		return
 	}
 	if err := c.writeRaw(line); err != nil {
 		c.log.Debug("writing a call's answer failed", "error", err)
 	}
-}
-
-// onlyText returns the text of a result that is one plain text block.
-func onlyText(res *mcp.CallToolResult) (string, bool) {
-	if res == nil || len(res.Content) != 1 || res.Meta != nil || res.StructuredContent != nil || res.InputRequests != nil {
-		return "", false
-	}
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	if !ok || tc.Meta != nil || tc.Annotations != nil {
-		return "", false
-	}
-	return tc.Text, true
-}
-
-// appendCallResult appends the response line to a call whose result is one
-// text block, as encodeCallResponse would encode it (TestAppendCallResult).
-func appendCallResult(dst []byte, fc *fastCalls, id jsonrpc.ID, perRequest bool, text string, isError bool) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	switch v := id.Raw().(type) {
-	case int64:
-		dst = strconv.AppendInt(dst, v, 10)
-	default:
-		data, _ := marshalResult(v) // a string
-		dst = append(dst, data...)
-	}
-	dst = append(dst, `,"result":{`...)
-	if perRequest {
-		dst = append(dst, `"_meta":{"`+mcp.MetaKeyServerInfo+`":`...)
-		dst = append(dst, fc.serverInfoJSON...)
-		dst = append(dst, "},"...)
-	}
-	dst = append(dst, `"content":[{"type":"text","text":`...)
-	quoted, _ := json.Marshal(text) // HTML-escaped, as the result's MarshalJSON does
-	dst = append(dst, quoted...)
-	dst = append(dst, "}]"...)
-	if isError {
-		dst = append(dst, `,"isError":true`...)
-	}
-	if perRequest {
-		dst = append(dst, `,"resultType":"complete"`...)
-	}
-	return append(dst, "}}\n"...)
-}
-
-// encodeCallResponse encodes the response to a call the way the SDK does.
-func encodeCallResponse(fc *fastCalls, id jsonrpc.ID, perRequest bool, res *mcp.CallToolResult, err error) ([]byte, error) {
-	resp := &jsonrpc.Response{ID: id, Error: err}
-	if err == nil {
-		if perRequest {
-			r := *fc.complete
-			r.Content, r.IsError, r.StructuredContent = res.Content, res.IsError, res.StructuredContent
-			r.Meta = mcp.Meta{mcp.MetaKeyServerInfo: fc.serverInfo}
-			res = &r
-		}
-		if resp.Result, err = marshalResult(res); err != nil {
-			return nil, fmt.Errorf("mcpfront: marshal result: %w", err)
-		}
-	}
-	return jsonrpc.EncodeMessage(resp)
-}
-
-// marshalResult marshals v as the SDK marshals a result: without HTML
-// escaping.
-func marshalResult(v any) (json.RawMessage, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // sdkAnswered learns from the SDK's response to a request: a result to a

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/internal/audit"
+	"github.com/dshdev/dsh/internal/mcpfast"
 )
 
 // Errors a call's context can be cancelled with (see context.Cause).
@@ -44,6 +45,10 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Calls, when set, learns how every tool call went (metrics).
 	Calls CallObserver
+	// NoFastPath has the SDK answer every request on stdio, tools/call
+	// included (dsh serve --mcp-fast-path=false; see package mcpfast):
+	// slower, and independent of how the SDK writes its answers.
+	NoFastPath bool
 	// Audit, when set, gets a record of every tool call.
 	Audit *audit.Log
 	// AllowedRoots are directories a client's workspace may be in: a
@@ -73,17 +78,20 @@ const defaultProgressInterval = 15 * time.Second
 
 // Front serves a host's tools over MCP, one owner per session.
 type Front struct {
-	host     *host.Host
-	server   *mcp.Server
-	impl     *mcp.Implementation
-	workdir  string
-	logger   *slog.Logger
-	progress time.Duration
-	calls    CallObserver
-	requests requests
-	users    sessionUsers // over HTTP with tokens: who opened each session
-	roots    []string     // Options.AllowedRoots, resolved
-	audit    *audit.Log
+	host   *host.Host
+	server *mcp.Server
+	impl   *mcp.Implementation
+	// fastEncoder writes the answers of the stdio fast path; nil when it
+	// is off (Options.NoFastPath).
+	fastEncoder *mcpfast.Encoder
+	workdir     string
+	logger      *slog.Logger
+	progress    time.Duration
+	calls       CallObserver
+	requests    requests
+	users       sessionUsers // over HTTP with tokens: who opened each session
+	roots       []string     // Options.AllowedRoots, resolved
+	audit       *audit.Log
 
 	mu      sync.Mutex
 	closing bool
@@ -138,6 +146,9 @@ func New(h *host.Host, opts Options) *Front {
 		}
 	}
 	f.impl = &mcp.Implementation{Name: "dsh", Version: opts.Version}
+	if !opts.NoFastPath {
+		f.fastEncoder = mcpfast.NewEncoder(f.impl)
+	}
 	f.server = mcp.NewServer(f.impl, &mcp.ServerOptions{
 		// The tools' own instructions, which clients show the model.
 		Instructions: strings.Join(instructions, "\n\n"),
@@ -362,7 +373,7 @@ func (f *Front) forget(ss *mcp.ServerSession) {
 // leaves is a normal end (nil); a broken connection is an error.
 func (f *Front) Serve(ctx context.Context, t mcp.Transport) error {
 	st, _ := t.(*StdioTransport)
-	if st != nil && !st.sdkOnly {
+	if st != nil && f.fastEncoder != nil && !st.sdkOnly {
 		st.ready = make(chan struct{})
 	}
 	ss, err := f.server.Connect(ctx, t, nil)

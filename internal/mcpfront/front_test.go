@@ -112,7 +112,7 @@ func newRig(t testing.TB) *rig {
 		r.stopped <- cause
 		return "", fmt.Errorf("stopped: %w", cause)
 	})
-	r.f = New(h, Options{Workdir: r.workdir, Version: "test"})
+	r.f = New(h, Options{Workdir: r.workdir, Version: "test", NoFastPath: noFastPath})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), deadline)
 		defer cancel()
