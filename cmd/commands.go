@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"text/tabwriter"
 
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/dshdev/dsh/host"
@@ -273,7 +272,7 @@ func callCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			owner, err := h.NewOwner("call-"+uuid.NewString()[:8], workdir)
+			owner, err := h.NewOwner(host.NewOwnerID("call"), workdir)
 			if err != nil {
 				return errors.Join(err, h.Close(context.WithoutCancel(ctx)))
 			}

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,7 +83,7 @@ Ctrl-C twice or Ctrl-D (end of input) exits.`,
 			if !slices.ContainsFunc(h.Tools().List(), func(t host.ToolInfo) bool { return t.Name == replTool }) {
 				return errors.Join(usageError{fmt.Errorf("the deployment has no %q tool (see dsh tools)", replTool)}, closeHost())
 			}
-			owner, err := h.NewOwner("repl-"+rand.Text()[:8], wd)
+			owner, err := h.NewOwner(host.NewOwnerID("repl"), wd)
 			if err != nil {
 				return errors.Join(err, closeHost())
 			}

@@ -2,9 +2,11 @@ package host
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -104,4 +106,12 @@ func (o *Owner) Close(ctx context.Context) error {
 	close(o.closed)
 	o.mu.Unlock()
 	return o.err
+}
+
+// NewOwnerID returns a fresh owner id for a front of kind ("mcp", "repl",
+// "call"): the kind, a dash and 16 random characters, so that an id names
+// one agent only, in this process and any other, and says where it came
+// from in logs and listings.
+func NewOwnerID(kind string) string {
+	return kind + "-" + strings.ToLower(rand.Text()[:16])
 }

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -138,5 +139,17 @@ func TestOwnerCloseWaitsForConcurrentClose(t *testing.T) {
 	}
 	if err := <-second; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Owner ids name their front and are never the same twice.
+func TestNewOwnerID(t *testing.T) {
+	seen := make(map[string]bool)
+	for range 1000 {
+		id := NewOwnerID("mcp")
+		if !regexp.MustCompile(`^mcp-[a-z2-7]{16}$`).MatchString(id) || seen[id] {
+			t.Fatalf("NewOwnerID = %q (seen before: %v)", id, seen[id])
+		}
+		seen[id] = true
 	}
 }

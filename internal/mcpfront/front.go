@@ -2,7 +2,6 @@ package mcpfront
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -326,7 +325,7 @@ func (f *Front) ownerFor(ss *mcp.ServerSession, workdir func() string) (*host.Ow
 	// Random, never the session id: over HTTP that id is the session's only
 	// credential, and the owner id reaches the shell's environment
 	// (DSH_SESSION_ID) and the logs.
-	o, err := f.host.NewOwner("mcp-"+rand.Text(), dir)
+	o, err := f.host.NewOwner(host.NewOwnerID("mcp"), dir)
 	if err != nil {
 		return nil, fmt.Errorf("mcpfront: new owner: %w", err)
 	}
