@@ -314,6 +314,7 @@ func TestServeUsageErrorsExit2(t *testing.T) {
 		{"serve", "--http", "127.0.0.1:0", "--token-file", "/does/not/exist"},
 		{"serve", "--http", "127.0.0.1:0", "--token-file", writeFileMode(t, "short\n", 0o600)},
 		{"serve", "--http", "127.0.0.1:0", "--token-file", writeFileMode(t, strings.Repeat("x", 40)+"\n", 0o644)},
+		{"serve", "--http", "127.0.0.1:0", "--token-file", writeFileMode(t, strings.Repeat("x", 40)+"\n", 0o600)},
 		{"serve", "--http", "127.0.0.1:0", "--max-sessions", "-1"},
 		{"serve", "-d", "/does/not/exist.yaml"},
 		{"repl", "extra"},

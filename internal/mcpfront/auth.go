@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -32,15 +33,34 @@ type Tokens struct {
 // ErrNoTokens is the error of a token file that holds none.
 var ErrNoTokens = errors.New("no token in the file")
 
-// minTokenLen keeps a guessable token out of a token file.
-const minTokenLen = 32
+// minTokenLen keeps a guessable token out of a token file; maxTokenLen
+// keeps TokenBits, quadratic in the worst case, quick.
+const (
+	minTokenLen = 32
+	maxTokenLen = 1024
+)
+
+// MinTokenBits is the least entropy a token may show (see TokenBits):
+// random tokens of 32 hex digits (128 bits) show 84 or more, and a long
+// word or a pattern (aaaa…, 0123…, a phrase typed four times) far less.
+const MinTokenBits = 80
+
+// ErrWeakToken is the error of a token that is too short or too regular
+// to be a secret.
+var ErrWeakToken = errors.New("token too easy to guess")
 
 // NewTokens accepts each of tokens.
 func NewTokens(tokens ...string) (*Tokens, error) {
 	t := &Tokens{}
-	for _, tok := range tokens {
+	for i, tok := range tokens {
 		if len(tok) < minTokenLen {
-			return nil, fmt.Errorf("a token of %d characters is too short to be secret (at least %d)", len(tok), minTokenLen)
+			return nil, fmt.Errorf("%w: token %d has %d characters, too short to be secret (at least %d)", ErrWeakToken, i+1, len(tok), minTokenLen)
+		}
+		if len(tok) > maxTokenLen {
+			return nil, fmt.Errorf("token %d has %d characters, more than a token needs (at most %d)", i+1, len(tok), maxTokenLen)
+		}
+		if bits := TokenBits(tok); bits < MinTokenBits {
+			return nil, fmt.Errorf("%w: token %d shows about %.0f bits of entropy (at least %d): make one with `openssl rand -base64 32`", ErrWeakToken, i+1, bits, MinTokenBits)
 		}
 		t.digests = append(t.digests, sha256.Sum256([]byte(tok)))
 	}
@@ -66,6 +86,69 @@ func ReadTokens(r io.Reader) (*Tokens, error) {
 		return nil, err
 	}
 	return NewTokens(tokens...)
+}
+
+// TokenBits estimates the entropy of a token, in bits, from the token
+// alone: the characters that do not repeat an earlier stretch of four or
+// more are what is new in it, and the estimate is the smaller of their
+// Shannon information (each character as often as it occurs) and that of
+// the steps between neighbours (which sees runs like 0123… or abab…). It
+// is a floor for patterns, not a proof of randomness: a random token of n
+// characters from k symbols scores close to n·log2(k).
+func TokenBits(tok string) float64 {
+	novel := novelBytes([]byte(tok))
+	if len(novel) < 2 {
+		return 0
+	}
+	steps := make([]int, len(novel)-1)
+	for i := 1; i < len(novel); i++ {
+		steps[i-1] = int(novel[i]) - int(novel[i-1])
+	}
+	chars := make([]int, len(novel))
+	for i, c := range novel {
+		chars[i] = int(c)
+	}
+	return min(information(chars), information(steps))
+}
+
+// novelBytes drops from b every stretch of 4 or more bytes that repeats
+// an earlier one (greedy, longest first), keeping what is new.
+func novelBytes(b []byte) []byte {
+	const minRepeat = 4
+	var out []byte
+	for i := 0; i < len(b); {
+		longest := 0
+		for j := 0; j < i; j++ {
+			n := 0
+			for i+n < len(b) && j+n < i && b[j+n] == b[i+n] {
+				n++
+			}
+			longest = max(longest, n)
+		}
+		if longest >= minRepeat {
+			i += longest
+			continue
+		}
+		out = append(out, b[i])
+		i++
+	}
+	return out
+}
+
+// information is the Shannon information of a sequence whose symbols occur
+// as often as they do in it: length × entropy per symbol.
+func information(seq []int) float64 {
+	counts := make(map[int]int)
+	for _, v := range seq {
+		counts[v]++
+	}
+	n := float64(len(seq))
+	bits := 0.0
+	for _, c := range counts {
+		p := float64(c) / n
+		bits -= p * math.Log2(p)
+	}
+	return bits * n
 }
 
 // NewToken returns a fresh token: 256 random bits, base64url.

@@ -1,6 +1,7 @@
 package mcpfront
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -25,9 +26,10 @@ func (s *httpServer) as(token string) *httpServer {
 	return &httpServer{url: s.url, client: &http.Client{Transport: bearer{token, s.client.Transport}}}
 }
 
+// Two tokens as NewToken makes them.
 var (
-	tokenA = strings.Repeat("a", 43)
-	tokenB = strings.Repeat("b", 43)
+	tokenA = "vV3k0qL8xJ2nHc5TzR7mW1yQe9dBf4sGp6uNa0KtXiE"
+	tokenB = "Zr8Hw2LmQ5cT1vXk9JdN3pYs7Ge4Ub6Fo0iRa2SnKqM"
 )
 
 func tokens(t *testing.T, tok ...string) *Tokens {
@@ -195,6 +197,30 @@ func TestHTTPBodyBound(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("an oversized body: %s, want 413", resp.Status)
+	}
+}
+
+// TestTokensRefuseGuessable: a token file refuses tokens that are long
+// enough but regular (issue 26, item 12); random ones of 128 bits pass.
+func TestTokensRefuseGuessable(t *testing.T) {
+	for _, tt := range []struct {
+		token string
+		ok    bool
+	}{
+		{"short", false},
+		{strings.Repeat("a", 43), false},
+		{"0123456789abcdef0123456789abcdef", false},
+		{"abcdefghijklmnopqrstuvwxyz0123456789", false},
+		{strings.Repeat("password", 5), false},
+		{strings.Repeat("Tr0ub4dor&3", 3), false},
+		{"9f86d081884c7d659a2feaa0c55ad015", true}, // 32 hex digits
+		{tokenA, true},
+		{NewToken(), true},
+	} {
+		_, err := NewTokens(tt.token)
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrWeakToken)) {
+			t.Errorf("NewTokens(%q) (about %.0f bits): %v, want ok %v", tt.token, TokenBits(tt.token), err, tt.ok)
+		}
 	}
 }
 
