@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -284,35 +285,134 @@ func (w *recordingWriter) Flush() {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// MaxBodyBytes bounds a POST's body, as MaxLineBytes bounds a message on
-// stdio.
+// MaxBodyBytes bounds a request's body, as MaxLineBytes bounds a message
+// on stdio.
 const MaxBodyBytes = MaxLineBytes
 
-// bodyTimeout bounds how long a client may take to send a POST's body; a
-// client that trickles it would otherwise hold its connection forever.
-const bodyTimeout = 30 * time.Second
+// DefaultBodyTimeout bounds how long a client may take to send a request's
+// body; a client that trickles it, or never sends it, would otherwise hold
+// its connection (and a descriptor) forever.
+const DefaultBodyTimeout = 30 * time.Second
 
-// readBody reads r's whole body within bodyTimeout, then lifts the read
-// deadline: a call's answer may take hours, and a deadline left on the
-// connection would end it.
+// errBodyTooLarge and errBodyTimeout are why a body was refused.
+var (
+	errBodyTooLarge = fmt.Errorf("request body longer than %d bytes", MaxBodyBytes)
+	errBodyTimeout  = errors.New("the request body did not arrive in time")
+)
+
+// boundBody puts a deadline on the arrival of every request's body, before
+// any check runs, and lifts it the moment the body has been read to its end
+// (a call's answer may take hours, and a deadline left on the connection
+// would end it). A request answered before its body has arrived (a 401, a
+// 403, a 413) closes its connection instead of waiting for the rest: net/http
+// would otherwise read what remains before it writes the answer, and again
+// after the handler, with no deadline of its own.
+func boundBody(timeout time.Duration, next http.HandlerFunc) http.HandlerFunc {
+	if timeout <= 0 {
+		timeout = DefaultBodyTimeout
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next(w, r)
+			return
+		}
+		if r.ContentLength > MaxBodyBytes {
+			w.Header().Set("Connection", "close")
+			http.Error(w, errBodyTooLarge.Error(), http.StatusRequestEntityTooLarge)
+			return
+		}
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(timeout)) // unsupported only in tests' recorders
+		b := &arrivingBody{ReadCloser: r.Body, arrived: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+		r.Body = b
+		next(&closeUnlessArrived{ResponseWriter: w, body: b, rc: rc}, r)
+	}
+}
+
+// arrivingBody is a request body that calls arrived once it has been read
+// to its end.
+type arrivingBody struct {
+	io.ReadCloser
+	arrived func()
+	done    atomic.Bool
+}
+
+func (b *arrivingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done.Swap(true) {
+		b.arrived()
+	}
+	return n, err
+}
+
+// closeUnlessArrived marks an answer written before its request's body has
+// arrived as the connection's last, and stops waiting for the rest of the
+// body: nothing will read it.
+type closeUnlessArrived struct {
+	http.ResponseWriter
+	body   *arrivingBody
+	rc     *http.ResponseController
+	headed bool
+}
+
+func (w *closeUnlessArrived) WriteHeader(code int) {
+	if !w.headed {
+		w.headed = true
+		if !w.body.done.Load() {
+			w.Header().Set("Connection", "close")
+			_ = w.rc.SetReadDeadline(time.Now())
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *closeUnlessArrived) Write(p []byte) (int, error) {
+	if !w.headed {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *closeUnlessArrived) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *closeUnlessArrived) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// readBody reads r's whole body (boundBody bounds how long that may take)
+// and keeps it in memory, where the SDK reads it and dsh looks at it.
 func readBody(w http.ResponseWriter, r *http.Request) error {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout)) // unsupported only in tests' recorders
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	_ = rc.SetReadDeadline(time.Time{})
-	r.Body.Close()
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return fmt.Errorf("request body longer than %d bytes", MaxBodyBytes)
+		var netErr net.Error
+		switch {
+		case errors.As(err, &tooBig):
+			return errBodyTooLarge
+		case errors.As(err, &netErr) && netErr.Timeout():
+			return errBodyTimeout
 		}
 		return fmt.Errorf("reading the request body: %w", err)
 	}
 	r.Body = &bufferedBody{Reader: bytes.NewReader(body), data: body}
 	return nil
+}
+
+// bodyErrorStatus is the status of a request whose body readBody refused.
+func bodyErrorStatus(err error) int {
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errBodyTimeout):
+		return http.StatusRequestTimeout
+	}
+	return http.StatusBadRequest
 }
 
 // bufferedBody is a request body read ahead: the SDK reads it, dsh looks at

@@ -45,6 +45,9 @@ type HTTPOptions struct {
 	// MaxSessions bounds the open sessions: a client that would open one
 	// more is answered 503 with a message saying so. Zero means no bound.
 	MaxSessions int
+	// BodyTimeout bounds how long a request's body may take to arrive,
+	// from the end of its headers. Zero selects DefaultBodyTimeout.
+	BodyTimeout time.Duration
 }
 
 // Handler returns the streamable HTTP handler (stateful: one Mcp-Session-Id
@@ -77,11 +80,11 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 			http.Error(w, "forbidden: the session belongs to another token", http.StatusForbidden)
 			return
 		}
+		if err := readBody(w, r); err != nil {
+			http.Error(w, err.Error(), bodyErrorStatus(err))
+			return
+		}
 		if r.Method == http.MethodPost {
-			if err := readBody(w, r); err != nil {
-				http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
-				return
-			}
 			if id == "" && postMethod(r) == "initialize" {
 				if n := opts.MaxSessions; n > 0 && f.sessionCount() >= n {
 					http.Error(w, fmt.Sprintf("dsh has %d sessions open, its limit (--max-sessions); close one or raise the limit", n), http.StatusServiceUnavailable)
@@ -124,8 +127,9 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 	}
 	inner := http.NewCrossOriginProtection().Handler(h)
 	// The Host and Origin checks come first, before authentication: a
-	// request a web page made is refused whatever it carries.
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// request a web page made is refused whatever it carries. Before them
+	// all, the body's deadline.
+	return boundBody(opts.BodyTimeout, func(w http.ResponseWriter, r *http.Request) {
 		if err := policy.check(r); err != nil {
 			http.Error(w, err.Error(), http.StatusForbidden)
 			return
