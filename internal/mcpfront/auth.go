@@ -213,9 +213,9 @@ func (p hostPolicy) check(r *http.Request) error {
 	return fmt.Errorf("forbidden: Host %q is not this server's (allow it with --allowed-host)", r.Host)
 }
 
-// sessionUsers remembers which identity opened each session, so that a
-// request carrying another identity is refused before it has any effect
-// (dsh acts on a DELETE before the SDK sees it).
+// sessionUsers remembers which identity opened each session ("" without
+// authentication), so that a request carrying another identity is refused
+// before it has any effect (dsh acts on a DELETE before the SDK sees it).
 type sessionUsers struct {
 	mu    sync.Mutex
 	users map[string]string
@@ -234,6 +234,14 @@ func (s *sessionUsers) forget(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.users, id)
+}
+
+// known reports whether session id was recorded.
+func (s *sessionUsers) known(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.users[id]
+	return ok
 }
 
 // allows reports whether user may act on session id. A session dsh has not

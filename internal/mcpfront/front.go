@@ -88,7 +88,8 @@ type Front struct {
 	progress    time.Duration
 	calls       CallObserver
 	requests    requests
-	users       sessionUsers // over HTTP with tokens: who opened each session
+	users       sessionUsers // over HTTP: who opened each session
+	sessions    sessionSlots // over HTTP: sessions being opened
 	roots       []string     // Options.AllowedRoots, resolved
 	audit       *audit.Log
 

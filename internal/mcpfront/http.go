@@ -1,6 +1,7 @@
 package mcpfront
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -84,20 +87,36 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 			http.Error(w, err.Error(), bodyErrorStatus(err))
 			return
 		}
-		if r.Method == http.MethodPost {
-			if id == "" && postMethod(r) == "initialize" {
-				if n := opts.MaxSessions; n > 0 && f.sessionCount() >= n {
-					http.Error(w, fmt.Sprintf("dsh has %d sessions open, its limit (--max-sessions); close one or raise the limit", n), http.StatusServiceUnavailable)
-					return
-				}
-				if user := requestUser(r); user != "" {
-					w = &recordingWriter{ResponseWriter: w, onHeader: func(hdr http.Header) {
-						if sid := hdr.Get(sessionIDHeader); sid != "" {
-							f.users.record(sid, user)
-						}
-					}}
-				}
+		if r.Method == http.MethodDelete && !f.users.known(id) {
+			// Every session dsh serves was recorded when it was made: this
+			// one is not a session (the SDK would answer the same).
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		if r.Method == http.MethodPost && id == "" {
+			// The SDK makes a session for every POST without one, whatever
+			// the body holds (dsh does not decide what the SDK will read in
+			// it), so each is counted and bound to its token.
+			msgs, batch := postMessages(r)
+			if batch && slices.ContainsFunc(msgs, isInitialize) {
+				http.Error(w, "an initialize request must come on its own, not in a JSON-RPC batch", http.StatusBadRequest)
+				return
 			}
+			release, ok := f.sessions.reserve(opts.MaxSessions, f.sessionCount)
+			if !ok {
+				http.Error(w, fmt.Sprintf("dsh has %d sessions open, its limit (--max-sessions); close one or raise the limit", opts.MaxSessions), http.StatusServiceUnavailable)
+				return
+			}
+			// Released once the answer starts: by then an initialize has
+			// made its session, which counts among the open ones.
+			defer release()
+			user := requestUser(r)
+			w = &recordingWriter{ResponseWriter: w, onHeader: func(hdr http.Header) {
+				if sid := hdr.Get(sessionIDHeader); sid != "" {
+					f.recordSession(sid, user)
+				}
+				release()
+			}}
 		}
 		switch r.Method {
 		case http.MethodGet:
@@ -155,21 +174,100 @@ func (f *Front) sessionCount() int {
 	return n
 }
 
-// postMethod is the method of the JSON-RPC message a POST (whose body
-// readBody has buffered) carries: "initialize", "tools/call"; empty for
-// anything else (a batch, a response, a body that is not JSON).
-func postMethod(r *http.Request) string {
+// postMessages decodes the JSON-RPC message, or batch of them, that a POST
+// (whose body readBody has buffered) carries, the way the SDK decodes it;
+// none for a body the SDK will refuse.
+func postMessages(r *http.Request) (msgs []jsonrpc.Message, batch bool) {
 	body, ok := r.Body.(interface{ Bytes() []byte })
 	if !ok {
+		return nil, false
+	}
+	data := bytes.TrimLeft(body.Bytes(), " \t\r\n")
+	if len(data) > 0 && data[0] == '[' {
+		var raws []json.RawMessage
+		if json.Unmarshal(data, &raws) != nil {
+			return nil, true
+		}
+		for _, raw := range raws {
+			if msg, err := jsonrpc.DecodeMessage(raw); err == nil {
+				msgs = append(msgs, msg)
+			}
+		}
+		return msgs, true
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return nil, false
+	}
+	return []jsonrpc.Message{msg}, false
+}
+
+// postMethod is the method of the one JSON-RPC request a POST carries:
+// "initialize", "tools/call"; empty for anything else (a batch, a response,
+// a body that is not JSON).
+func postMethod(r *http.Request) string {
+	msgs, batch := postMessages(r)
+	if batch || len(msgs) != 1 {
 		return ""
 	}
-	var msg struct {
-		Method string `json:"method"`
+	if req, ok := msgs[0].(*jsonrpc.Request); ok {
+		return req.Method
 	}
-	if json.Unmarshal(body.Bytes(), &msg) != nil {
-		return ""
+	return ""
+}
+
+func isInitialize(msg jsonrpc.Message) bool {
+	req, ok := msg.(*jsonrpc.Request)
+	return ok && req.Method == "initialize"
+}
+
+// sessionSlots bounds the sessions being opened together with those open:
+// a POST that may open one holds a slot until its answer starts, when the
+// session it opened (if any) counts among the open ones.
+type sessionSlots struct {
+	mu      sync.Mutex
+	opening int
+}
+
+// reserve takes a slot if fewer than max sessions (open, counted by open,
+// and opening) exist; max 0 means no bound. release gives it back.
+func (s *sessionSlots) reserve(max int, open func() int) (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if max > 0 && open()+s.opening >= max {
+		return nil, false
 	}
-	return msg.Method
+	s.opening++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.opening--
+			s.mu.Unlock()
+		})
+	}, true
+}
+
+// recordSession binds the session the SDK just made to the identity that
+// made it, until the session ends.
+func (f *Front) recordSession(id, user string) {
+	f.users.record(id, user)
+	for ss := range f.server.Sessions() {
+		if ss.ID() == id {
+			// Under the lock, as ownerFor's watcher: once Close has begun
+			// waiting for the watchers, none is added.
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if !f.closing {
+				f.watchers.Go(func() {
+					ss.Wait()
+					f.users.forget(id)
+				})
+			}
+			return
+		}
+	}
+	f.users.forget(id) // already gone
 }
 
 // checkOrigin refuses an Origin other than the server's own on any method,
