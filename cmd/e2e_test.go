@@ -826,7 +826,7 @@ var sideLine = regexp.MustCompile(`^dsh: (metrics|profiles) at (http://\S+)\n$`)
 
 // TestE2EMetricsAndProfiles: --metrics serves the counters of what the
 // calls did, in the Prometheus text format, and --pprof the Go profiles,
-// both on loopback only.
+// both on loopback only, to holders of the token dsh made for them.
 func TestE2EMetricsAndProfiles(t *testing.T) {
 	cmd := exec.Command(dshBinary(t), "serve", "--metrics", "127.0.0.1:0", "--pprof", "127.0.0.1:0")
 	pipe, err := cmd.StderrPipe()
@@ -848,6 +848,16 @@ func TestE2EMetricsAndProfiles(t *testing.T) {
 		}
 		urls[m[1]] = m[2]
 	}
+	line, err := br.ReadString('\n')
+	tm := sideTokenLine.FindStringSubmatch(line)
+	if tm == nil {
+		t.Fatalf("stderr line %q (%v), want where the side servers' token is", line, err)
+	}
+	tokenBytes, err := os.ReadFile(tm[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(tokenBytes))
 	go io.Copy(io.Discard, br)
 	for _, command := range []string{"true", "read x"} {
 		bash(t, cs, command)
@@ -857,7 +867,12 @@ func TestE2EMetricsAndProfiles(t *testing.T) {
 		t.Fatalf("an empty command: %+v, %v", res, err)
 	}
 	get := func(url string) string {
-		resp, err := http.Get(url)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

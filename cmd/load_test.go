@@ -276,9 +276,15 @@ func procStatus(t testing.TB, pid int) map[string]string {
 }
 
 // scrapeCounter reads one unlabelled metric from a Prometheus text page.
+// The page is startHTTP's, which takes testToken.
 func scrapeCounter(t testing.TB, url, name string) string {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

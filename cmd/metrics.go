@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -118,13 +120,26 @@ func (m *metrics) ObserveCall(tool, outcome string, took time.Duration) {
 	m.latency.WithLabelValues(tool).Observe(took.Seconds())
 }
 
-// listenLoopback listens on addr, which must be a loopback address: what
-// --metrics and --pprof serve is for the machine's operator, not the
+// listenSide opens the listener of --metrics or --pprof: a loopback
+// address, or a unix socket (see listenUnix) whose peers must be this
+// user's processes. What they serve is for the machine's operator, not the
 // network.
+func listenSide(flag, addr string) (net.Listener, error) {
+	if path, ok := isUnixAddr(addr); ok {
+		ln, err := listenUnix(path)
+		if err != nil {
+			return nil, fmt.Errorf("--%s %s: %w", flag, addr, err)
+		}
+		return &peerListener{Listener: ln, uid: os.Getuid(), logger: slog.New(slog.DiscardHandler)}, nil
+	}
+	return listenLoopback(flag, addr)
+}
+
+// listenLoopback listens on addr, which must be a loopback address.
 func listenLoopback(flag, addr string) (net.Listener, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("--%s %q: want host:port: %w", flag, addr, err)}
+		return nil, usageError{fmt.Errorf("--%s %q: want host:port or unix:PATH: %w", flag, addr, err)}
 	}
 	if !loopbackListen(host) {
 		return nil, usageError{fmt.Errorf("--%s %q: only a loopback address is allowed (a profile or the metrics tell a stranger what your agents do)", flag, addr)}
@@ -134,6 +149,123 @@ func listenLoopback(flag, addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("--%s: %w", flag, err)
 	}
 	return ln, nil
+}
+
+// credentials say who may reach dsh's HTTP endpoints: /mcp and the side
+// servers (--metrics, --pprof), which show argv, goroutine dumps and what
+// the agents do, and so take the same Host check and bearer token.
+type credentials struct {
+	front   *mcpfront.Tokens // /mcp's tokens; nil when none is needed
+	side    *mcpfront.Tokens // the side servers' on a TCP port
+	file    *mcpfront.Tokens // --token-file's, or nil
+	allowed []string         // --allowed-host
+	// keptPath is the file of the token dsh keeps for itself, if it uses
+	// one; frontPath is the same when /mcp takes it.
+	keptPath, frontPath string
+}
+
+// isUnixListener reports whether ln is a unix socket's.
+func isUnixListener(ln net.Listener) bool {
+	_, ok := ln.Addr().(*net.UnixAddr)
+	return ok
+}
+
+// credentials decides the tokens of the front (on ln, nil for stdio) and
+// of the side servers. file holds --token-file's tokens. Without them, dsh
+// uses one token, kept in the private directory for the next start (see
+// tokenFileFor), for every TCP endpoint that needs one: the front unless
+// --no-auth, and the side servers unless --no-auth (which the user chose
+// for the front on loopback). It is named after the --http address, or
+// without one after the first side server's. A unix socket needs no token
+// (its peers are checked) unless --token-file gives some.
+func (f *serveFlags) credentials(file *mcpfront.Tokens, ln net.Listener, auth bool, sides ...net.Listener) (*credentials, error) {
+	c := &credentials{file: file, allowed: f.allowed}
+	tcpFront := ln != nil && !isUnixListener(ln)
+	var tcpSide string
+	for _, s := range []struct {
+		ln   net.Listener
+		addr string
+	}{{sides[0], f.metricsAddr}, {sides[1], f.pprofAddr}} {
+		if s.ln != nil && !isUnixListener(s.ln) && tcpSide == "" {
+			tcpSide = s.addr
+		}
+	}
+	switch {
+	case ln != nil && !tcpFront:
+		c.front = file
+	case tcpFront && auth:
+		c.front = file
+	}
+	if tcpSide != "" && !f.noAuth {
+		c.side = file
+	}
+	needFront, needSide := tcpFront && auth && file == nil, tcpSide != "" && !f.noAuth && file == nil
+	if !needFront && !needSide {
+		return c, nil
+	}
+	named := tcpSide
+	if needFront {
+		named = f.addr
+	}
+	path, token, err := tokenFileFor(named, f.rotateToken)
+	if err != nil {
+		return nil, err
+	}
+	kept, err := mcpfront.NewTokens(token)
+	if err != nil {
+		return nil, err
+	}
+	c.keptPath = path
+	if needFront {
+		c.front, c.frontPath = kept, path
+	}
+	if needSide {
+		c.side = kept
+	}
+	return c, nil
+}
+
+// guard wraps a side server's handler on ln in the front's checks.
+func (c *credentials) guard(ln net.Listener, h http.Handler) http.Handler {
+	tokens := c.side
+	if isUnixListener(ln) {
+		tokens = c.file
+	}
+	return mcpfront.Guard(h, mcpfront.GuardOptions{Tokens: tokens, ListenHost: listenHost(ln.Addr()), AllowedHosts: c.allowed})
+}
+
+// sideLines say where the side servers listen and what they need.
+func sideLines(metricsLn, pprofLn net.Listener, c *credentials) []string {
+	var lines, names []string
+	tcp := false
+	for _, s := range []struct {
+		ln         net.Listener
+		name, path string
+	}{{metricsLn, "metrics", "/metrics"}, {pprofLn, "profiles", "/debug/pprof/"}} {
+		if s.ln == nil {
+			continue
+		}
+		if isUnixListener(s.ln) {
+			lines = append(lines, fmt.Sprintf("%s at %s%s (HTTP path %s)", s.name, unixPrefix, s.ln.Addr(), s.path))
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%s at http://%s%s", s.name, s.ln.Addr(), s.path))
+		names = append(names, s.name)
+		tcp = true
+	}
+	what := strings.Join(names, " and ")
+	switch {
+	case !tcp:
+	case c.side == nil:
+		lines = append(lines, fmt.Sprintf("WARNING: --no-auth: %s need no token", what))
+	case c.side == c.file:
+		lines = append(lines, fmt.Sprintf(`%s need "Authorization: Bearer <token>" with a token of --token-file`, what))
+	case c.side == c.front:
+		lines = append(lines, fmt.Sprintf(`%s need "Authorization: Bearer <token>" with the token /mcp takes (in %s)`, what, c.keptPath))
+	default:
+		lines = append(lines, fmt.Sprintf(`%s need "Authorization: Bearer <token>"; the token is in %s (kept for the next start: --rotate-token makes a new one)`, what, c.keptPath))
+	}
+	return lines
 }
 
 // sideServer serves h on ln until stop is called.

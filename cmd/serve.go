@@ -100,10 +100,10 @@ sessions lists the running servers' sessions.`,
 	cmd.Flags().BoolVar(&f.noAuth, "no-auth", false, "with --http on a loopback address: accept requests without a token (any local user or process can then run commands as you)")
 	cmd.Flags().StringArrayVar(&f.allowed, "allowed-host", nil, "with --http: a further name requests may carry in their Host header (repeatable)")
 	cmd.Flags().IntVar(&f.maxSessions, "max-sessions", defaultMaxSessions(), "with --http: the most sessions (each with its shell) open at once; 0: no bound")
-	cmd.Flags().StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics at /metrics on this loopback host:port")
+	cmd.Flags().StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics at /metrics on this loopback host:port (bearer token required), or on the unix socket unix:PATH")
 	cmd.Flags().BoolVar(&f.fastPath, "mcp-fast-path", os.Getenv(fastPathEnv) != "false", "over stdio, answer tools/call without the MCP SDK's dispatch, byte for byte as the SDK would (see internal/mcpfast); false has the SDK answer everything (also: "+fastPathEnv+"=false)")
-	cmd.Flags().StringVar(&f.pprofAddr, "pprof", "", "serve Go profiles at /debug/pprof/ on this loopback host:port")
-	cmd.Flags().BoolVar(&f.rotateToken, "rotate-token", false, "with --http: replace the token kept from an earlier start with a new one (clients need the new one)")
+	cmd.Flags().StringVar(&f.pprofAddr, "pprof", "", "serve Go profiles at /debug/pprof/ on this loopback host:port (bearer token required), or on the unix socket unix:PATH")
+	cmd.Flags().BoolVar(&f.rotateToken, "rotate-token", false, "with --http, --metrics or --pprof: replace the token kept from an earlier start with a new one (clients need the new one)")
 	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "with --http: serve HTTPS with this certificate (PEM; with --tls-key)")
 	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "with --http: the private key of --tls-cert (PEM)")
 	cmd.Flags().StringVar(&f.auditLog, "audit-log", "", "append a JSON line per tool call to this file (time, session, owner, client, tool, command, outcome, exit code, duration, output size)")
@@ -121,9 +121,15 @@ func (f *serveFlags) check(cmd *cobra.Command) (tokens *mcpfront.Tokens, tlsConf
 	if f.idleTimeout < 0 {
 		return nil, nil, usageError{fmt.Errorf("--idle-timeout %s: must not be negative", f.idleTimeout)}
 	}
-	for _, name := range []string{"token-file", "no-auth", "allowed-host", "max-sessions", "rotate-token", "tls-cert", "tls-key"} {
+	for _, name := range []string{"no-auth", "allowed-host", "max-sessions", "tls-cert", "tls-key"} {
 		if f.addr == "" && cmd.Flags().Changed(name) {
 			return nil, nil, usageError{fmt.Errorf("--%s needs --http", name)}
+		}
+	}
+	// The side servers take a token too.
+	for _, name := range []string{"token-file", "rotate-token"} {
+		if f.addr == "" && f.metricsAddr == "" && f.pprofAddr == "" && cmd.Flags().Changed(name) {
+			return nil, nil, usageError{fmt.Errorf("--%s needs --http, --metrics or --pprof", name)}
 		}
 	}
 	if f.noAuth && f.tokenFile != "" {
@@ -207,14 +213,14 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 	if ln != nil {
 		defer ln.Close()
 	}
-	// The side servers listen before loading too, and on loopback only.
-	var side []string
+	// The side servers listen before loading too, on loopback or a unix
+	// socket only.
 	var front *mcpfront.Front
 	var m *metrics
 	var h *host.Host
 	var metricsLn, pprofLn net.Listener
 	if f.metricsAddr != "" {
-		if metricsLn, err = listenLoopback("metrics", f.metricsAddr); err != nil {
+		if metricsLn, err = listenSide("metrics", f.metricsAddr); err != nil {
 			return err
 		}
 		defer metricsLn.Close()
@@ -224,15 +230,18 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 			}
 			return h.Instances()
 		})
-		side = append(side, fmt.Sprintf("metrics at http://%s/metrics", metricsLn.Addr()))
 	}
 	if f.pprofAddr != "" {
-		if pprofLn, err = listenLoopback("pprof", f.pprofAddr); err != nil {
+		if pprofLn, err = listenSide("pprof", f.pprofAddr); err != nil {
 			return err
 		}
 		defer pprofLn.Close()
-		side = append(side, fmt.Sprintf("profiles at http://%s/debug/pprof/", pprofLn.Addr()))
 	}
+	creds, err := f.credentials(tokens, ln, auth, metricsLn, pprofLn)
+	if err != nil {
+		return err
+	}
+	side := sideLines(metricsLn, pprofLn, creds)
 	ctx, cancelServe := context.WithCancel(cmd.Context())
 	defer cancelServe()
 	hurry := onSignals(cancelServe)
@@ -264,10 +273,10 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 	defer stopAdmin()
 	var sides []*sideServer
 	if metricsLn != nil {
-		sides = append(sides, startSideServer(metricsLn, m.handler(), h.Logger()))
+		sides = append(sides, startSideServer(metricsLn, creds.guard(metricsLn, m.handler()), h.Logger()))
 	}
 	if pprofLn != nil {
-		sides = append(sides, startSideServer(pprofLn, pprofHandler(), h.Logger()))
+		sides = append(sides, startSideServer(pprofLn, creds.guard(pprofLn, pprofHandler()), h.Logger()))
 	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
@@ -285,12 +294,12 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 		opts := mcpfront.HTTPOptions{
 			IdleTimeout:  f.idleTimeout,
 			OrphanGrace:  f.orphanGrace,
-			Tokens:       tokens,
+			Tokens:       creds.front,
 			ListenHost:   listenHost(ln.Addr()),
 			AllowedHosts: f.allowed,
 			MaxSessions:  f.maxSessions,
 		}
-		err = serveHTTP(ctx, g, front, ln, httpServe{opts: opts, auth: auth, addr: f.addr, rotate: f.rotateToken, tls: tlsConfig}, side, h.Logger())
+		err = serveHTTP(ctx, g, front, ln, httpServe{opts: opts, auth: auth, addr: f.addr, tokenPath: creds.frontPath, tls: tlsConfig}, side, h.Logger())
 	}
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
@@ -407,19 +416,18 @@ func (f *nonblockingFile) Close() error {
 }
 
 // httpServe is how serveHTTP serves: the handler's options, whether
-// requests need a token, the --http address as given (it names the kept
-// token), whether to make a new token, and TLS (nil: plain HTTP).
+// requests need a token, the --http address as given, the file of the
+// token dsh keeps for it ("" when it uses none of its own), and TLS (nil:
+// plain HTTP).
 type httpServe struct {
-	opts   mcpfront.HTTPOptions
-	auth   bool
-	addr   string
-	rotate bool
-	tls    *tls.Config
+	opts      mcpfront.HTTPOptions
+	auth      bool
+	addr      string
+	tokenPath string
+	tls       *tls.Config
 }
 
-// serveHTTP serves streamable HTTP on ln until ctx is done. With auth and
-// no tokens in the options, it uses the token kept in the private
-// directory for this address, or makes one.
+// serveHTTP serves streamable HTTP on ln until ctx is done.
 func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Listener, hs httpServe, side []string, logger *slog.Logger) error {
 	opts, auth := hs.opts, hs.auth
 	scheme := "http"
@@ -430,7 +438,7 @@ func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Li
 	var notes []string
 	_, isUnix := ln.Addr().(*net.UnixAddr)
 	switch {
-	case isUnix && !auth:
+	case isUnix && opts.Tokens == nil:
 		url = fmt.Sprintf("%s%s (HTTP path /mcp)", unixPrefix, ln.Addr())
 		notes = append(notes, fmt.Sprintf("only processes of uid %d may connect; no token is needed", os.Getuid()))
 	case isUnix:
@@ -438,14 +446,8 @@ func serveHTTP(ctx context.Context, g *globals, front *mcpfront.Front, ln net.Li
 		notes = append(notes, `clients must send "Authorization: Bearer <token>" with a token of --token-file`)
 	case !auth:
 		notes = append(notes, "WARNING: --no-auth: any local user, container or sandboxed process that reaches "+url+" can run commands as you")
-	case opts.Tokens == nil:
-		path, token, err := tokenFileFor(hs.addr, hs.rotate)
-		if err != nil {
-			return err
-		}
-		if opts.Tokens, err = mcpfront.NewTokens(token); err != nil {
-			return err
-		}
+	case hs.tokenPath != "":
+		path := hs.tokenPath
 		notes = append(notes, fmt.Sprintf(`clients must send "Authorization: Bearer <token>"; the token is in %s (kept for the next start: --rotate-token makes a new one, --token-file %s serves it on another address)`, path, path))
 		for _, s := range clientSnippets(url, path) {
 			notes = append(notes, "  "+s)

@@ -74,7 +74,6 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 	f.mu.Lock()
 	f.orphans = append(f.orphans, orphans)
 	f.mu.Unlock()
-	policy := hostPolicy{listen: opts.ListenHost, allowed: opts.AllowedHosts}
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(sessionIDHeader)
 		// Every check comes before any effect: the SDK checks the user
@@ -141,13 +140,39 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 		// from another goroutine (see earlyHeaders).
 		sdk.ServeHTTP(w, r.Clone(r.Context()))
 	})
+	return Guard(h, GuardOptions{
+		Tokens:       opts.Tokens,
+		ListenHost:   opts.ListenHost,
+		AllowedHosts: opts.AllowedHosts,
+		BodyTimeout:  opts.BodyTimeout,
+	})
+}
+
+// GuardOptions configures Guard.
+type GuardOptions struct {
+	// Tokens, when set, are the bearer tokens every request must carry
+	// (401 otherwise). Nil serves without authentication.
+	Tokens *Tokens
+	// ListenHost and AllowedHosts are the names requests may carry in
+	// their Host header besides loopback ones (see HTTPOptions).
+	ListenHost   string
+	AllowedHosts []string
+	// BodyTimeout bounds a request body's arrival; zero selects
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
+}
+
+// Guard wraps h in the checks every dsh HTTP endpoint makes, in this order,
+// each before any effect: the body's deadline, the Host header (against
+// DNS rebinding), the Origin (no cross-origin request, GET included), then
+// the bearer token. The MCP handler and the metrics and profile servers all
+// sit behind it. A request a web page made is refused whatever it carries.
+func Guard(h http.Handler, opts GuardOptions) http.Handler {
 	if opts.Tokens != nil {
 		h = challenge(auth.RequireBearerToken(opts.Tokens.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h))
 	}
 	inner := http.NewCrossOriginProtection().Handler(h)
-	// The Host and Origin checks come first, before authentication: a
-	// request a web page made is refused whatever it carries. Before them
-	// all, the body's deadline.
+	policy := hostPolicy{listen: opts.ListenHost, allowed: opts.AllowedHosts}
 	return boundBody(opts.BodyTimeout, func(w http.ResponseWriter, r *http.Request) {
 		if err := policy.check(r); err != nil {
 			http.Error(w, err.Error(), http.StatusForbidden)
