@@ -375,6 +375,11 @@ func (b *Backend) startInCgroup(spec termapi.SpawnSpec, env []string, term *ptyP
 		}
 		return nil, nil, nil, errorf("cannot start %s: %w", b.shellPath, err)
 	}
+	// Before the shell has read a command: everything it starts inherits
+	// the score.
+	if err := raiseOOMScore(cmd.Process.Pid); err != nil {
+		b.log.Warn("the shell keeps dsh's OOM score: under memory pressure the kernel may end dsh before it", "err", err)
+	}
 	return cmd, got, cg, nil
 }
 

@@ -233,6 +233,25 @@ func startShellOnce(path string, args, env []string, dir string, term *ptyPair, 
 	return cmd, term, nil
 }
 
+// shellOOMScoreAdj makes a shell, and every process it starts, the kernel's
+// first choice when memory runs out: a command that eats the machine's (or
+// its cgroup's) memory is ended, not dsh with every other agent's shell,
+// even when dsh is the bigger process (a large output in flight). dsh's
+// own score is left as it is.
+const shellOOMScoreAdj = 1000
+
+// raiseOOMScore sets the oom_score_adj of process pid to shellOOMScoreAdj.
+// Raising it needs no privilege. Where dsh has CAP_SYS_RESOURCE the kernel
+// also makes that the least the process may set later, so a command cannot
+// lower it again.
+func raiseOOMScore(pid int) error {
+	path := "/proc/" + strconv.Itoa(pid) + "/oom_score_adj"
+	if err := os.WriteFile(path, []byte(strconv.Itoa(shellOOMScoreAdj)), 0); err != nil {
+		return fmt.Errorf("raise the shell's OOM score: %w", err)
+	}
+	return nil
+}
+
 // cgroupNamespaces is whether shells get a cgroup namespace: creating one
 // needs CAP_SYS_ADMIN. It is turned off for good when the kernel refuses.
 var cgroupNamespaces = func() *atomic.Bool {
