@@ -8,14 +8,18 @@ import (
 	"sync/atomic"
 )
 
-// Headroom is how far above the live heap the heap goal is kept at least.
+// Headroom is how far above the live heap the heap goal is kept at least,
+// and, while the live heap is small, at most.
 const Headroom = 32 << 20
 
 // defaultPercent is GOGC's default, which Start never goes below.
 const defaultPercent = 100
 
-// maxPercent bounds GOGC while the live heap is tiny.
-const maxPercent = 10000
+// heapMinimum is the runtime's heap goal floor at GOGC=100: the goal is
+// never below heapMinimum×GOGC/100, whatever the live heap. So GOGC=10000
+// would let 400 MiB of garbage pile up before a collection, even with a
+// live heap of a megabyte.
+const heapMinimum = 4 << 20
 
 // Start begins tuning, unless the environment sets GOGC or GOMEMLIMIT. It
 // returns a function that stops the tuning and puts GOGC back.
@@ -65,11 +69,17 @@ func (t *tuner) adjust() {
 }
 
 // Percent is the GOGC that puts the heap goal Headroom above live bytes of
-// live heap, within [100, 10000].
+// live heap, and never lower than GOGC's default: the runtime's goal is the
+// larger of live×(1+GOGC/100) and heapMinimum×GOGC/100, so GOGC is bounded
+// by both. While the live heap is small the goal is live+Headroom (before
+// the first collection, Headroom); once it is large (Headroom or more), the
+// default's twice the live heap.
 func Percent(live uint64) int {
-	if live == 0 {
-		return maxPercent
+	// heapMinimum×p/100 ≤ live+Headroom.
+	p := (live + Headroom) * 100 / heapMinimum
+	if live > 0 {
+		// live×p/100 ≤ Headroom.
+		p = min(p, Headroom*100/live)
 	}
-	p := Headroom * 100 / live
-	return int(min(max(p, defaultPercent), maxPercent))
+	return int(max(p, defaultPercent))
 }

@@ -80,9 +80,12 @@ func (s *sink) add(text string) {
 	}
 	s.tail = append(s.tail, text...)
 	// Keep the tail near limit runes (at most 4 bytes each) without
-	// trimming on every write.
+	// trimming on every write. The trim moves the newest runes to the
+	// front of the same array: a command's output, however long, then
+	// costs no allocation here once the tail has grown to its size.
 	if len(s.tail) > 8*s.limit+4096 {
-		s.tail = lastRunes(s.tail, s.limit)
+		keep := lastRunes(s.tail, s.limit)
+		s.tail = s.tail[:copy(s.tail, s.tail[len(s.tail)-len(keep):])]
 	}
 }
 
@@ -218,7 +221,7 @@ func runeOffset(s string, n int) int {
 	return len(s)
 }
 
-// lastRunes returns the last n runes of b.
+// lastRunes returns the last n runes of b, a slice of b.
 func lastRunes(b []byte, n int) []byte {
 	i := len(b)
 	for n > 0 && i > 0 {
@@ -226,5 +229,5 @@ func lastRunes(b []byte, n int) []byte {
 		i -= size
 		n--
 	}
-	return append(b[:0:0], b[i:]...)
+	return b[i:]
 }

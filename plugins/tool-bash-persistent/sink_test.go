@@ -59,6 +59,38 @@ func TestSinkHeadAndTail(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// TestSinkLongOutputAllocatesNothing: once its tail has grown, a sink
+// takes any amount of output without allocating: its memory is bounded by
+// its limit, not by what a command prints, and a long output makes no
+// garbage for dsh to collect (issue 26, item 3).
+func TestSinkLongOutputAllocatesNothing(t *testing.T) {
+	s := newSink(16000, func() (io.WriteCloser, string, error) { return nopFile{}, "/tmp/out-1.txt", nil })
+	chunk := strings.Repeat(strings.Repeat("a", 49)+"\n", 80) // a read's worth
+	for range 1000 {
+		s.write(chunk)
+	}
+	// Each run writes more than the tail keeps, so it trims at least once.
+	writes := (8*s.limit+4096)/len(chunk) + 1
+	if n := testing.AllocsPerRun(100, func() {
+		for range writes {
+			s.write(chunk)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per %d bytes written, want none", n, writes*len(chunk))
+	}
+	if len(s.tail) > 8*s.limit+4096 || cap(s.tail) > 4*(8*s.limit+4096) {
+		t.Fatalf("the tail holds %d bytes (capacity %d) for a limit of %d runes", len(s.tail), cap(s.tail), s.limit)
+	}
+}
+
+// nopFile is a saved-output file that keeps nothing; like an *os.File, it
+// writes a string without copying it.
+type nopFile struct{}
+
+func (nopFile) Write(p []byte) (int, error)       { return len(p), nil }
+func (nopFile) WriteString(s string) (int, error) { return len(s), nil }
+func (nopFile) Close() error                      { return nil }
+
 func TestSinkFitsExactly(t *testing.T) {
 	s := newSink(5, func() (io.WriteCloser, string, error) { t.Fatal("no file needed"); return nil, "", nil })
 	s.write("中文abc\n")
