@@ -169,9 +169,12 @@ func (r *run) execute(command string) (string, error) {
 		}
 		return "", err
 	}
-	r.out = newSink(r.p.cfg.MaxOutputChars, func() (io.WriteCloser, string, error) { return r.st.openOutput(r.p.cfg.OutputDir) })
+	open := func() (io.WriteCloser, string, error) {
+		return r.st.openOutput(&r.p.saved, r.p.cfg.OutputDir, r.p.cfg.MaxSavedBytes)
+	}
+	r.out = newSink(r.p.cfg.MaxOutputChars, open)
 	defer r.out.close()
-	r.bg = newSink(max(r.p.cfg.MaxOutputChars/4, 1), func() (io.WriteCloser, string, error) { return r.st.openOutput(r.p.cfg.OutputDir) })
+	r.bg = newSink(max(r.p.cfg.MaxOutputChars/4, 1), open)
 	defer r.bg.close()
 	r.exit, r.notices, r.pending = -1, "", ""
 

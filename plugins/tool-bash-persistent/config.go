@@ -52,7 +52,8 @@ type Config struct {
 	TimeoutAction string `json:"timeoutAction" jsonschema:"enum=reset,enum=interrupt,enum=background"`
 	// MaxOutputChars bounds the output shown to the model, in characters
 	// (Unicode code points). Longer output keeps its beginning and its end;
-	// the whole output is saved to a file named in the result.
+	// the whole output (up to MaxSavedBytes) is saved to a file named in the
+	// result.
 	MaxOutputChars int `json:"maxOutputChars"`
 	// Description is the tool description the model sees.
 	Description string `json:"description"`
@@ -65,6 +66,17 @@ type Config struct {
 	// closes. A directory other users can write lets them replace saved
 	// output once a command deletes the owner's directory.
 	OutputDir string `json:"outputDir,omitempty"`
+	// MaxSavedBytes bounds each saved output file: past it the file keeps
+	// its first and its last half, around a line saying how much was cut
+	// there, and the result's notice says the file was cut.
+	MaxSavedBytes int64 `json:"maxSavedBytes"`
+	// MaxSavedBytesPerOwner bounds an owner's saved output files together:
+	// its oldest files are removed to make room for a new one.
+	MaxSavedBytesPerOwner int64 `json:"maxSavedBytesPerOwner"`
+	// MaxSavedBytesTotal bounds the saved output files of every owner of
+	// this tool together: a file that would pass it (once its owner's older
+	// files are gone) stops there, and says so.
+	MaxSavedBytesTotal int64 `json:"maxSavedBytesTotal"`
 }
 
 // DefaultConfig returns the configuration used when a deployment sets none.
@@ -76,8 +88,15 @@ func DefaultConfig() *Config {
 		MaxOutputChars: 16000,
 		Description:    DefaultDescription,
 		Instructions:   DefaultInstructions,
+
+		MaxSavedBytes:         32 << 20,
+		MaxSavedBytesPerOwner: 128 << 20,
+		MaxSavedBytesTotal:    512 << 20,
 	}
 }
+
+// minSavedBytes keeps a saved output's head and tail useful.
+const minSavedBytes = 2 << 10
 
 // maxTimeoutMs keeps a timeout representable as a time.Duration and sane.
 const maxTimeoutMs = 1 << 31
@@ -93,6 +112,12 @@ func (c *Config) Validate() error {
 		return config.FieldErrorf("timeoutAction", "tool-bash-persistent: timeoutAction must be one of reset, interrupt, background; got %q", c.TimeoutAction)
 	case c.MaxOutputChars <= 0:
 		return config.FieldErrorf("maxOutputChars", "tool-bash-persistent: maxOutputChars must be a positive safe integer")
+	case c.MaxSavedBytes < minSavedBytes:
+		return config.FieldErrorf("maxSavedBytes", "tool-bash-persistent: maxSavedBytes must be at least %d", minSavedBytes)
+	case c.MaxSavedBytesPerOwner < c.MaxSavedBytes:
+		return config.FieldErrorf("maxSavedBytesPerOwner", "tool-bash-persistent: maxSavedBytesPerOwner must be at least maxSavedBytes (%d)", c.MaxSavedBytes)
+	case c.MaxSavedBytesTotal < c.MaxSavedBytesPerOwner:
+		return config.FieldErrorf("maxSavedBytesTotal", "tool-bash-persistent: maxSavedBytesTotal must be at least maxSavedBytesPerOwner (%d)", c.MaxSavedBytesPerOwner)
 	case strings.TrimSpace(c.Description) == "":
 		return config.FieldErrorf("description", "tool-bash-persistent: description must be non-empty")
 	}

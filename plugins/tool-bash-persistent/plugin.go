@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -62,6 +61,7 @@ type plugin struct {
 	owners   map[*host.Owner]*ownerState
 	inflight sync.WaitGroup
 	stats    counters
+	saved    savedAccount // the bytes of every owner's saved outputs
 }
 
 // ownerState is what the tool keeps per owner. Fields after queue are used
@@ -82,6 +82,7 @@ type ownerState struct {
 	outDir  string   // created on first use, for full outputs
 	outRoot *os.Root // outDir, held open: files are made in it, not by name
 	outSeq  int
+	saved   ownerSaved // the owner's part of plugin.saved, under its lock
 }
 
 // awaitClosed waits until the shell a timeout left closing is gone, so a
@@ -113,6 +114,7 @@ func apply(pctx *host.Context, cfg *Config) (any, error) {
 		lifetime: pctx.Lifetime(),
 		logger:   pctx.Logger(),
 		owners:   make(map[*host.Owner]*ownerState),
+		saved:    savedAccount{limit: cfg.MaxSavedBytesTotal, ownerLimit: cfg.MaxSavedBytesPerOwner},
 	}
 	tool, err := host.NewTool(ToolName, cfg.Description, p.call)
 	if err != nil {
@@ -157,7 +159,7 @@ func (p *plugin) ownerState(owner *host.Owner) (*ownerState, error) {
 			return fmt.Errorf("owner %q: waiting for its bash call: %w", owner.ID(), err)
 		}
 		defer st.queue.release()
-		return st.removeOutputs()
+		return st.removeOutputs(&p.saved)
 	})
 	if err != nil {
 		return nil, err
@@ -189,7 +191,7 @@ func (p *plugin) Close(ctx context.Context) error {
 			}
 			st.shellID = ""
 		}
-		if err := st.removeOutputs(); err != nil {
+		if err := st.removeOutputs(&p.saved); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -225,11 +227,12 @@ func (st *ownerState) openOutputRoot(base string) error {
 	return nil
 }
 
-// openOutput creates the file that receives one call's full output. It is
-// made through the directory held open, exclusively, so nothing put at its
-// name beforehand is written to or trusted. A directory that has gone (a
-// command's rm -rf) is replaced by a new one.
-func (st *ownerState) openOutput(base string) (io.WriteCloser, string, error) {
+// openOutput creates the file that receives one call's full output (see
+// savedFile), at most maxBytes long. It is made through the directory held
+// open, exclusively, so nothing put at its name beforehand is written to or
+// trusted. A directory that has gone (a command's rm -rf) is replaced by a
+// new one, and what its files were charged is given back to acct.
+func (st *ownerState) openOutput(acct *savedAccount, base string, maxBytes int64) (*savedFile, string, error) {
 	for attempt := 0; ; attempt++ {
 		if st.outRoot == nil {
 			if err := st.openOutputRoot(base); err != nil {
@@ -238,19 +241,21 @@ func (st *ownerState) openOutput(base string) (io.WriteCloser, string, error) {
 		}
 		st.outSeq++
 		name := fmt.Sprintf("output-%d.txt", st.outSeq)
-		f, err := st.outRoot.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		f, err := st.outRoot.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
 		if err == nil {
-			return f, filepath.Join(st.outDir, name), nil
+			return newSavedFile(acct, st, st.outRoot, name, f, maxBytes), filepath.Join(st.outDir, name), nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) || attempt > 0 {
 			return nil, "", fmt.Errorf("create output file: %w", err)
 		}
 		st.outRoot.Close()
 		st.outRoot, st.outDir = nil, ""
+		acct.forget(st)
 	}
 }
 
-func (st *ownerState) removeOutputs() error {
+func (st *ownerState) removeOutputs(acct *savedAccount) error {
+	acct.forget(st)
 	if st.owner != nil {
 		// Emptied below; the terminal backend may have made it too.
 		defer private.RemoveOwnerDir(st.owner.ID())

@@ -10,7 +10,8 @@ import (
 // sink holds a command's output the way the model will see it: the first
 // and last limit characters in memory, the total count, and, once the output
 // is longer than the limit, the whole output in a file (opened lazily by
-// open) so the model can grep what was left out. Characters are runes; a
+// open; see savedFile for its own bounds) so the model can grep what was
+// left out. Characters are runes; a
 // rune is never split.
 type sink struct {
 	limit int
@@ -26,7 +27,8 @@ type sink struct {
 	file    io.WriteCloser
 	path    string
 	fileErr error
-	pendNL  bool // a trailing newline held back: the last one is not output
+	pendNL  bool   // a trailing newline held back: the last one is not output
+	cut     string // how the file was cut, once it is closed
 }
 
 func newSink(limit int, open func() (io.WriteCloser, string, error)) *sink {
@@ -160,6 +162,7 @@ func (s *sink) close() {
 			s.fileErr = err
 		}
 	}
+	s.cutNote()
 	if err := s.file.Close(); err != nil && s.fileErr == nil {
 		s.fileErr = err
 	}
@@ -190,7 +193,7 @@ func (s *sink) text() string {
 	var where string
 	switch {
 	case s.path != "" && s.fileErr == nil:
-		where = fmt.Sprintf("; the full output (%d lines) is in %s", s.lines+1, s.path)
+		where = fmt.Sprintf("; the full output (%d lines) is in %s%s", s.lines+1, s.path, s.cutNote())
 	case s.fileErr != nil:
 		where = fmt.Sprintf("; the full output could not be saved: %v", s.fileErr)
 	}
@@ -198,6 +201,14 @@ func (s *sink) text() string {
 		head += "\n"
 	}
 	return fmt.Sprintf("%s[... %d characters (%d lines) omitted%s ...]\n%s", head, omitted, max(omittedLines, 0), where, tail)
+}
+
+// cutNote says how the saved file was cut, when it was (see savedFile).
+func (s *sink) cutNote() string {
+	if c, ok := s.file.(interface{ cutNote() string }); ok {
+		s.cut = c.cutNote()
+	}
+	return s.cut
 }
 
 // saved is the file holding the whole output, when the output was clipped

@@ -123,10 +123,13 @@ func TestSinkDropTrailingLine(t *testing.T) {
 	}
 }
 
+// testAccount is an account of saved outputs with room to spare.
+func testAccount() *savedAccount { return &savedAccount{limit: 1 << 30, ownerLimit: 1 << 30} }
+
 func TestOpenOutputIsPerOwnerAndRemoved(t *testing.T) {
 	base := t.TempDir()
 	st := &ownerState{}
-	f, path, err := st.openOutput(base)
+	f, path, err := st.openOutput(testAccount(), base, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,10 +137,10 @@ func TestOpenOutputIsPerOwnerAndRemoved(t *testing.T) {
 	if filepath.Dir(filepath.Dir(path)) != base {
 		t.Fatalf("path %s not under %s", path, base)
 	}
-	if _, p2, _ := st.openOutput(base); filepath.Dir(p2) != filepath.Dir(path) || p2 == path {
+	if _, p2, _ := st.openOutput(testAccount(), base, 1<<20); filepath.Dir(p2) != filepath.Dir(path) || p2 == path {
 		t.Fatalf("second file %s", p2)
 	}
-	if err := st.removeOutputs(); err != nil {
+	if err := st.removeOutputs(testAccount()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
@@ -149,12 +152,12 @@ func TestOutputsGoToThePrivateDirectory(t *testing.T) {
 	run := t.TempDir()
 	t.Setenv("XDG_RUNTIME_DIR", run)
 	st := &ownerState{}
-	f, path, err := st.openOutput("")
+	f, path, err := st.openOutput(testAccount(), "", 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
-	defer st.removeOutputs()
+	defer st.removeOutputs(testAccount())
 	if got := filepath.Dir(filepath.Dir(path)); got != filepath.Join(run, "dsh") {
 		t.Fatalf("output in %s, want in $XDG_RUNTIME_DIR/dsh", got)
 	}
@@ -167,12 +170,12 @@ func TestOutputsGoToThePrivateDirectory(t *testing.T) {
 func TestDeletedOutputDirectoryIsNotReused(t *testing.T) {
 	base := t.TempDir()
 	st := &ownerState{}
-	f, path, err := st.openOutput(base)
+	f, path, err := st.openOutput(testAccount(), base, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
-	defer st.removeOutputs()
+	defer st.removeOutputs(testAccount())
 	old := filepath.Dir(path)
 	if err := os.RemoveAll(old); err != nil {
 		t.Fatal(err)
@@ -180,7 +183,7 @@ func TestDeletedOutputDirectoryIsNotReused(t *testing.T) {
 	if err := os.Mkdir(old, 0o777); err != nil { // the impostor
 		t.Fatal(err)
 	}
-	f, p2, err := st.openOutput(base)
+	f, p2, err := st.openOutput(testAccount(), base, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
