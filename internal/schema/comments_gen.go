@@ -135,6 +135,7 @@ var comments = map[string]string{
 	"github.com/dshdev/dsh/plugins/terminal/termapi.Size":                                                 "Size is a terminal's size in character cells.",
 	"github.com/dshdev/dsh/plugins/terminal/termapi.Status":                                               "Status is the state of a session's top-level process.",
 	"github.com/dshdev/dsh/plugins/terminal/termapi.Status.ExitCode":                                      "ExitCode is the exit status after a normal exit, or -1 (killed by a\nsignal, or unknown).",
+	"github.com/dshdev/dsh/plugins/terminal/termapi.Status.Lost":                                          "Lost, when set, says why the session ended though its shell did not\nend it: its backend was lost (\"the backend plugin stopped answering\nand was killed\"). How the shell itself ended is then unknown.",
 	"github.com/dshdev/dsh/plugins/terminal/termapi.Status.Signal":                                        "Signal is the name of the signal that killed the process (\"SIGKILL\"),\nor \"\".",
 	"github.com/dshdev/dsh/plugins/tool-bash-persistent.Args":                                             "Args are the bash tool's arguments.",
 	"github.com/dshdev/dsh/plugins/tool-bash-persistent.Args.Command":                                     "The bash command to run. Relative path is preferred in the command.",

@@ -548,6 +548,8 @@ func (r *run) renderOutput() string {
 // exitMarker describes how a shell ended.
 func exitMarker(s termapi.Status) string {
 	switch {
+	case s.Lost != "":
+		return fmt.Sprintf("[shell lost: %s]", s.Lost)
 	case s.Signal != "":
 		return fmt.Sprintf("[shell killed by signal: %s]", s.Signal)
 	case s.ExitCode >= 0:

@@ -11,10 +11,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
@@ -31,37 +33,93 @@ var ErrClosed = errors.New("backendplugin: the backend is closed")
 // Configure call.
 const startTimeout = 30 * time.Second
 
-// callTimeout bounds the calls whose termapi.Session method takes no
-// context (Status, Read).
-const callTimeout = 30 * time.Second
+// Defaults of Options.
+const (
+	// DefaultCallTimeout bounds every call of a plugin but Spawn and the
+	// output of a send (a quiet command may run for hours).
+	DefaultCallTimeout = 30 * time.Second
+	// DefaultSpawnTimeout bounds a Spawn: a backend may connect to another
+	// machine or start a container first.
+	DefaultSpawnTimeout = 2 * time.Minute
+	// DefaultHealthInterval is how often the host checks that a plugin
+	// answers, and DefaultHealthTimeout how long it waits for the answer.
+	DefaultHealthInterval = 5 * time.Second
+	DefaultHealthTimeout  = 5 * time.Second
+)
+
+// slowCall is how long a call may go unanswered before the host checks, on
+// the side, that the plugin still answers at all: a live plugin answers a
+// health check in milliseconds, whatever its calls wait for.
+const slowCall = time.Second
+
+// closeCheck bounds the health check Close makes before it asks the plugin
+// to shut down.
+const closeCheck = 2 * time.Second
+
+// killWait bounds the wait for a plugin process to go once it was sent
+// SIGKILL.
+const killWait = 5 * time.Second
 
 // Options tune Open.
 type Options struct {
 	// Logger receives the plugin's log records and stderr; nil discards
 	// them.
 	Logger *slog.Logger
+	// CallTimeout, SpawnTimeout, HealthInterval and HealthTimeout: zero
+	// selects the default; a negative HealthInterval turns the periodic
+	// check off (a call that times out still checks).
+	CallTimeout, SpawnTimeout, HealthInterval, HealthTimeout time.Duration
+}
+
+func (o *Options) fill() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&o.CallTimeout, DefaultCallTimeout}, {&o.SpawnTimeout, DefaultSpawnTimeout}, {&o.HealthInterval, DefaultHealthInterval}, {&o.HealthTimeout, DefaultHealthTimeout}} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
 }
 
 // Client is an external backend: a plugin executable, started and
-// configured, seen as a termapi.Backend. If the process dies, its
-// sessions exit and the next Spawn starts a fresh process with the same
-// config. Close stops it.
+// configured, seen as a termapi.Backend. If the process dies, or stops
+// answering (a health check every HealthInterval, and after any call that
+// timed out), it is killed, its sessions exit, and the next Spawn starts a
+// fresh process with the same config. Every call is bounded. Close stops
+// it, within its context's deadline whatever the plugin does.
 type Client struct {
 	path   string
 	config json.RawMessage
 	log    *slog.Logger
+	opts   Options
 	typ    string
 
 	mu     sync.Mutex
 	proc   *process
 	closed bool
+	// watches are the health checks of the processes, awaited by Close.
+	watches sync.WaitGroup
 }
 
 // process is one run of the plugin executable.
 type process struct {
-	client *plugin.Client
-	rpc    backendpb.BackendClient
-	lost   atomic.Bool // a call found it unreachable
+	client  *plugin.Client
+	rpc     backendpb.BackendClient
+	health  grpc_health_v1.HealthClient
+	pid     int
+	proc    *os.Process // with its pidfd
+	opts    *Options
+	log     *slog.Logger
+	lost    atomic.Bool            // a call found it unreachable, or it was killed
+	why     atomic.Pointer[string] // why the host gave up on it, if it did
+	probing atomic.Bool            // a health check after a slow call runs
+	quit    chan struct{}          // closed when the host is done with it
+	once    sync.Once
+	wg      *sync.WaitGroup // the client's: its health checks
 }
 
 // exited reports whether the process is gone or out of reach.
@@ -71,8 +129,133 @@ func (p *process) exited() bool { return p.lost.Load() || p.client.Exited() }
 // surely gone; the next spawn starts another.
 func (p *process) lose() {
 	if !p.lost.Swap(true) {
+		p.done()
+		p.killHard()
 		go p.client.Kill()
 	}
+}
+
+// abandon kills a process that stopped answering, saying why: its
+// sessions end with that reason.
+func (p *process) abandon(why string) {
+	p.why.CompareAndSwap(nil, &why)
+	p.lose()
+}
+
+// lostReason is why the host gave up on the process; "" when it exited by
+// itself.
+func (p *process) lostReason() string {
+	if w := p.why.Load(); w != nil {
+		return *w
+	}
+	return ""
+}
+
+// done ends the process's health checks.
+func (p *process) done() { p.once.Do(func() { close(p.quit) }) }
+
+// killHard sends SIGKILL, which a stopped process cannot ignore either.
+// go-plugin's own Kill first asks the plugin to shut down and waits for the
+// answer as long as the process lives, which for a stopped one is forever.
+// The signal goes through the process's pidfd (os.Process holds one), so a
+// process already reaped is left alone, and never another one that took
+// its pid.
+func (p *process) killHard() {
+	if p.proc != nil {
+		_ = p.proc.Signal(syscall.SIGKILL)
+	}
+}
+
+// check asks the plugin's health service whether it is serving, within
+// timeout.
+func (p *process) check(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	resp, err := p.health.Check(ctx, &grpc_health_v1.HealthCheckRequest{Service: plugin.GRPCServiceName})
+	if err != nil {
+		return err
+	}
+	if resp.GetStatus() != grpc_health_v1.HealthCheckResponse_SERVING {
+		return fmt.Errorf("the plugin reports %s", resp.GetStatus())
+	}
+	return nil
+}
+
+// unresponsive is the reason a process that failed its health check was
+// killed, as its sessions report it.
+const unresponsive = "the backend plugin stopped answering and was killed"
+
+// probe checks the process, and abandons it when it does not answer. It
+// returns whether it did.
+func (p *process) probe() bool {
+	if p.exited() {
+		return false
+	}
+	err := p.check(p.opts.HealthTimeout)
+	if err == nil || p.exited() {
+		return false
+	}
+	p.log.Error("backend plugin stopped answering; killing it: its sessions end, and the next spawn starts it again", "pid", p.pid, "err", err)
+	p.abandon(unresponsive)
+	return true
+}
+
+// suspect runs a probe in the background after a call timed out, unless
+// one runs already.
+func (p *process) suspect() {
+	if p.probing.Swap(true) {
+		return
+	}
+	p.wg.Go(func() {
+		defer p.probing.Store(false)
+		p.probe()
+	})
+}
+
+// watch checks the process every HealthInterval until the host is done
+// with it.
+func (p *process) watch() {
+	if p.opts.HealthInterval < 0 {
+		<-p.quit
+		return
+	}
+	t := time.NewTicker(p.opts.HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.quit:
+			return
+		case <-t.C:
+		}
+		if p.probe() {
+			return
+		}
+	}
+}
+
+// bound derives the context of one call: ctx, and at most d. A call still
+// unanswered after slowCall makes the process a suspect (see timedOut for
+// one that runs out of its bound).
+func (p *process) bound(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	cctx, cancel := context.WithTimeoutCause(ctx, d, errCallTimedOut)
+	slow := time.AfterFunc(slowCall, p.suspect)
+	return cctx, func() {
+		slow.Stop()
+		cancel()
+	}
+}
+
+// errCallTimedOut is the cause of a call that ran past its bound.
+var errCallTimedOut = errors.New("backendplugin: the plugin did not answer in time")
+
+// timedOut reports whether a call under ctx (from bound) ran past its
+// bound, and makes the process a suspect if so.
+func (p *process) timedOut(ctx context.Context) bool {
+	if errors.Is(context.Cause(ctx), errCallTimedOut) {
+		p.suspect()
+		return true
+	}
+	return false
 }
 
 // Open starts the plugin executable at path, checks the handshake and the
@@ -82,11 +265,8 @@ func Open(ctx context.Context, path string, config json.RawMessage, opts Options
 	if len(config) == 0 {
 		config = json.RawMessage("{}")
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	c := &Client{path: path, config: config, log: log}
+	opts.fill()
+	c := &Client{path: path, config: config, log: opts.Logger, opts: opts}
 	p, typ, err := c.start(ctx)
 	if err != nil {
 		return nil, err
@@ -100,11 +280,12 @@ func (c *Client) start(ctx context.Context) (*process, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	stderr := &tailBuffer{max: stderrTail}
+	cmd := exec.Command(c.path)
 	pc := plugin.NewClient(&plugin.ClientConfig{
 		Stderr:           stderr,
 		HandshakeConfig:  handshake,
 		Plugins:          plugin.PluginSet{pluginName: &grpcPlugin{}},
-		Cmd:              exec.Command(c.path),
+		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		Managed:          true,
@@ -133,6 +314,10 @@ func (c *Client) start(ctx context.Context) (*process, string, error) {
 	if !ok {
 		return fail(fmt.Errorf("start %s: the plugin serves %T, not a backend", c.path, raw))
 	}
+	grpcConn, ok := conn.(*plugin.GRPCClient)
+	if !ok {
+		return fail(fmt.Errorf("start %s: the plugin speaks %T, not gRPC", c.path, conn))
+	}
 	resp, err := rpc.Configure(ctx, &backendpb.ConfigureRequest{ConfigJson: c.config})
 	if err != nil {
 		return fail(fmt.Errorf("configure %s: %w", c.path, fromStatus("configure", err)))
@@ -140,7 +325,19 @@ func (c *Client) start(ctx context.Context) (*process, string, error) {
 	if resp.GetType() == "" {
 		return fail(fmt.Errorf("configure %s: the plugin declared no backend type", c.path))
 	}
-	return &process{client: pc, rpc: rpc}, resp.GetType(), nil
+	p := &process{
+		client: pc,
+		rpc:    rpc,
+		health: grpc_health_v1.NewHealthClient(grpcConn.Conn),
+		pid:    cmd.Process.Pid,
+		proc:   cmd.Process,
+		opts:   &c.opts,
+		log:    c.log.With("path", c.path),
+		quit:   make(chan struct{}),
+		wg:     &c.watches,
+	}
+	c.watches.Go(p.watch)
+	return p, resp.GetType(), nil
 }
 
 // stderrTail is how much of a plugin's stderr a failed start quotes.
@@ -205,13 +402,14 @@ func (c *Client) live(ctx context.Context) (*process, error) {
 		return c.proc, nil
 	}
 	c.log.Warn("backend plugin exited; starting it again", "path", c.path)
-	c.proc.lost.Store(true)
+	c.proc.lose()
 	c.proc.client.Kill()
 	p, typ, err := c.start(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if typ != c.typ {
+		p.done()
 		p.client.Kill()
 		return nil, fmt.Errorf("backendplugin: %s now declares type %q, not %q", c.path, typ, c.typ)
 	}
@@ -238,11 +436,17 @@ func (c *Client) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Ses
 		if p, err = c.live(ctx); err != nil {
 			return nil, err
 		}
-		resp, err = p.rpc.Spawn(ctx, req)
+		cctx, cancel := p.bound(ctx, c.opts.SpawnTimeout)
+		resp, err = p.rpc.Spawn(cctx, req)
+		timedOut := err != nil && p.timedOut(cctx)
+		cancel()
 		if err == nil {
 			break
 		}
 		err = fromStatus("spawn", err)
+		if timedOut {
+			return nil, fmt.Errorf("backendplugin: spawn: no answer within %s: %w", c.opts.SpawnTimeout, err)
+		}
 		if !errors.Is(err, ErrPluginExited) || ctx.Err() != nil {
 			return nil, err
 		}
@@ -264,8 +468,11 @@ func (c *Client) List(ctx context.Context) ([]termapi.Info, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.rpc.List(ctx, &backendpb.ListRequest{})
+	cctx, cancel := p.bound(ctx, c.opts.CallTimeout)
+	defer cancel()
+	resp, err := p.rpc.List(cctx, &backendpb.ListRequest{})
 	if err != nil {
+		p.timedOut(cctx)
 		return nil, fromStatus("list", err)
 	}
 	infos := make([]termapi.Info, len(resp.GetSessions()))
@@ -288,15 +495,19 @@ func (c *Client) Attach(ctx context.Context, id string) (termapi.Session, error)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.rpc.Attach(ctx, &backendpb.SessionRef{SessionId: id})
+	cctx, cancel := p.bound(ctx, c.opts.CallTimeout)
+	defer cancel()
+	resp, err := p.rpc.Attach(cctx, &backendpb.SessionRef{SessionId: id})
 	if err != nil {
+		p.timedOut(cctx)
 		return nil, fromStatus("attach", err)
 	}
 	return newSession(p, id, resp), nil
 }
 
 // Close stops the plugin process: it closes what sessions it still has
-// and exits, or is killed.
+// and exits. A plugin that does not answer, or has not exited by the time
+// ctx is done, is killed: none outlives the host's grace.
 func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
@@ -306,6 +517,16 @@ func (c *Client) Close(ctx context.Context) error {
 	c.closed = true
 	p := c.proc
 	c.mu.Unlock()
+	defer c.watches.Wait()
+	p.done()
+	if !p.exited() {
+		if err := p.check(min(p.opts.HealthTimeout, closeCheck, time.Until(deadline(ctx)))); err != nil && !p.exited() {
+			// Asking it to shut down would wait for it as long as it
+			// lives.
+			c.log.Warn("backend plugin does not answer; killing it", "path", c.path, "pid", p.pid, "err", err)
+			p.killHard()
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -315,8 +536,21 @@ func (c *Client) Close(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("backendplugin: stop %s: %w", c.path, context.Cause(ctx))
 	}
+	p.killHard()
+	select {
+	case <-done:
+	case <-time.After(killWait):
+	}
+	return fmt.Errorf("backendplugin: stop %s: it had not exited when the grace ended, and was killed: %w", c.path, context.Cause(ctx))
+}
+
+// deadline is ctx's deadline, or a far one.
+func deadline(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(time.Hour)
 }
 
 var _ termapi.Backend = (*Client)(nil)

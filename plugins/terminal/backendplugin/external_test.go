@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
@@ -134,6 +135,72 @@ func TestToolSurvivesPluginDeath(t *testing.T) {
 	}
 	if got := call(`echo "fresh $KEEP."`); !strings.HasPrefix(got, "fresh .") {
 		t.Errorf("the next call: %q, want a fresh shell", got)
+	}
+}
+
+// TestToolSurvivesStoppedPlugin: the plugin process stops answering
+// (SIGSTOP) in the middle of a command. Within its health check's bounds
+// the call reports the shell lost and why, another owner's shell in the
+// same plugin is replaced on its next call with a notice saying so, and
+// calls work again on a fresh plugin (issue 26, item 6).
+func TestToolSurvivesStoppedPlugin(t *testing.T) {
+	d := deployment(t, "bash", "- id: remote-shell\n  name: ./backend\n")
+	ctx := context.Background()
+	h, err := host.Load(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
+	a, err := h.NewOwner("a", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	b, err := h.NewOwner("b", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	call := func(o *host.Owner, command string) string {
+		args, _ := json.Marshal(bashtool.Args{Command: command})
+		return h.Tools().Call(ctx, o, bashtool.ToolName, args).Text
+	}
+	plugin, err := strconv.Atoi(strings.TrimSpace(call(a, "echo $PPID")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := call(b, "export KEEP=kept; echo b"); got != "b" {
+		t.Fatalf("owner b: %q", got)
+	}
+	started := filepath.Join(t.TempDir(), "started")
+	if err := syscall.Mkfifo(started, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	result := make(chan string, 1)
+	go func() { result <- call(a, "echo > "+started+"; sleep 1000") }()
+	f, err := os.Open(started) // the command runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := syscall.Kill(plugin, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(plugin, syscall.SIGCONT)
+	const lost = "[shell lost: the backend plugin stopped answering and was killed]"
+	select {
+	case got := <-result:
+		if !strings.Contains(got, lost) || !strings.Contains(got, "reset") {
+			t.Errorf("the call when the plugin stopped: %q, want %q and the reset", got, lost)
+		}
+	case <-time.After(2 * (backendplugin.DefaultHealthInterval + backendplugin.DefaultHealthTimeout)):
+		t.Fatal("the call in flight did not end after the plugin stopped answering")
+	}
+	if got, want := call(b, `echo "fresh $KEEP."`), "[The shell had exited before this command: "+lost+". The command ran in a new shell.]\nfresh ."; got != want {
+		t.Errorf("owner b's next call: %q, want %q", got, want)
+	}
+	if got := call(a, "echo again"); got != "again" {
+		t.Errorf("owner a's next call: %q", got)
 	}
 }
 

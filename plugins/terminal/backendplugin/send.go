@@ -140,7 +140,7 @@ func (sn *send) broken(err error) {
 // lostResult is how a send ends when its plugin is out of reach. An Exec's
 // command counts as started: it may have run, and must not be run again.
 func (sn *send) lostResult() termapi.SendResult {
-	res := termapi.SendResult{Reason: termapi.WaitSessionExit, Status: pluginGone}
+	res := termapi.SendResult{Reason: termapi.WaitSessionExit, Status: goneStatus(sn.session.proc)}
 	if sn.exec {
 		res.Exec = &termapi.ExecResult{State: termapi.ExecRunning, ExitCode: -1}
 	}

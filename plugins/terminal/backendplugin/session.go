@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
@@ -14,6 +16,14 @@ import (
 // pluginGone is the status of a session whose plugin process is gone: the
 // host cannot know how its shell ended.
 var pluginGone = termapi.Status{Exited: true, ExitCode: -1}
+
+// goneStatus is the status of a session of p once p is gone: pluginGone,
+// with the reason the host killed p when it did.
+func goneStatus(p *process) termapi.Status {
+	st := pluginGone
+	st.Lost = p.lostReason()
+	return st
+}
 
 // session is a session of an external backend. What never changes (motd,
 // pid) came with the spawn; the rest is asked for.
@@ -64,7 +74,25 @@ func (s *session) errGone() error {
 	if closed {
 		return fmt.Errorf("%w: the session was closed", termapi.ErrSessionExited)
 	}
+	if why := s.proc.lostReason(); why != "" {
+		return fmt.Errorf("%w: %w (%s)", termapi.ErrSessionExited, ErrPluginExited, why)
+	}
 	return fmt.Errorf("%w: %w", termapi.ErrSessionExited, ErrPluginExited)
+}
+
+// call derives the context of one call of the session from ctx, bounded by
+// the plugin's call timeout.
+func (s *session) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return s.proc.bound(ctx, s.proc.opts.CallTimeout)
+}
+
+// callErr is the error of a call under cctx (from call) that failed: a call
+// that ran out of its bound says so, and makes the plugin a suspect.
+func (s *session) callErr(cctx context.Context, op string, err error) error {
+	if s.proc.timedOut(cctx) {
+		return fmt.Errorf("backendplugin: %s: no answer within %s: %w", op, s.proc.opts.CallTimeout, errCallTimedOut)
+	}
+	return s.checkErr(fromStatus(op, err))
 }
 
 // checkErr notes what an error of a call says about the plugin.
@@ -85,16 +113,20 @@ func (s *session) Status() termapi.Status {
 		return final
 	}
 	if s.isDead() {
-		return pluginGone
+		return goneStatus(s.proc)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := s.call(context.Background())
 	defer cancel()
 	st, err := s.proc.rpc.Status(ctx, &backendpb.SessionRef{SessionId: s.id})
 	if err != nil {
+		if s.proc.timedOut(ctx) {
+			// No answer is no news: the check it sets off decides.
+			return termapi.Running
+		}
 		// Either the plugin is gone, or it lives and has forgotten the
 		// session: the shell is out of reach both ways.
 		_ = s.checkErr(fromStatus("status", err))
-		return pluginGone
+		return goneStatus(s.proc)
 	}
 	return statusFromPB(st)
 }
@@ -103,11 +135,11 @@ func (s *session) Read(req termapi.ReadRequest) (termapi.ReadResult, error) {
 	if s.isDead() {
 		return termapi.ReadResult{}, s.errGone()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := s.call(context.Background())
 	defer cancel()
 	page, err := s.proc.rpc.Read(ctx, &backendpb.ReadRequest{SessionId: s.id, Offset: int32(req.Offset), Count: int32(req.Count)})
 	if err != nil {
-		return termapi.ReadResult{}, s.checkErr(fromStatus("read", err))
+		return termapi.ReadResult{}, s.callErr(ctx, "read", err)
 	}
 	return termapi.ReadResult{
 		Text:       string(page.GetText()),
@@ -122,9 +154,11 @@ func (s *session) Signal(ctx context.Context, sig termapi.Signal) (termapi.Signa
 	if s.isDead() {
 		return termapi.SignalResult{}, s.errGone()
 	}
-	res, err := s.proc.rpc.Signal(ctx, &backendpb.SignalRequest{SessionId: s.id, Signal: string(sig)})
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	res, err := s.proc.rpc.Signal(cctx, &backendpb.SignalRequest{SessionId: s.id, Signal: string(sig)})
 	if err != nil {
-		return termapi.SignalResult{}, s.checkErr(fromStatus("signal", err))
+		return termapi.SignalResult{}, s.callErr(cctx, "signal", err)
 	}
 	return termapi.SignalResult{TargetPGID: int(res.GetTargetPgid())}, nil
 }
@@ -135,9 +169,11 @@ func (s *session) Close(ctx context.Context, reason string) error {
 	if s.isDead() {
 		return nil
 	}
-	resp, err := s.proc.rpc.Close(ctx, &backendpb.CloseRequest{SessionId: s.id, Reason: reason})
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	resp, err := s.proc.rpc.Close(cctx, &backendpb.CloseRequest{SessionId: s.id, Reason: reason})
 	if err != nil {
-		err = s.checkErr(fromStatus("close", err))
+		err = s.callErr(cctx, "close", err)
 		if s.isDead() {
 			return nil
 		}
@@ -146,7 +182,7 @@ func (s *session) Close(ctx context.Context, reason string) error {
 	s.mu.Lock()
 	s.closed, s.final = true, statusFromPB(resp.GetStatus())
 	if !s.final.Exited {
-		s.final = pluginGone
+		s.final = goneStatus(s.proc)
 	}
 	s.mu.Unlock()
 	return nil
@@ -193,12 +229,24 @@ func (s *session) start(ctx context.Context, start *backendpb.SendStart) (termap
 		stop()
 		return nil, s.checkErr(err)
 	}
+	// The plugin has CallTimeout to accept the send.
+	var late atomic.Bool
+	timer := time.AfterFunc(s.proc.opts.CallTimeout, func() {
+		late.Store(true)
+		stop()
+	})
 	var ev *backendpb.SendEvent
 	err = stream.Send(&backendpb.SendControl{Control: &backendpb.SendControl_Start{Start: start}})
 	if err == nil {
 		ev, err = stream.Recv()
 	} else if errors.Is(err, io.EOF) {
 		_, err = stream.Recv() // the reason the stream ended
+	}
+	if !timer.Stop() && late.Load() {
+		// The stream is cancelled, and with it the send, if the plugin
+		// ever took it; the check decides whether the plugin still lives.
+		s.proc.suspect()
+		return fail(fmt.Errorf("backendplugin: send: the plugin did not take the send within %s: %w", s.proc.opts.CallTimeout, errCallTimedOut))
 	}
 	if err != nil {
 		err = fromStatus("send", err)
@@ -237,14 +285,18 @@ func (s *session) Resize(ctx context.Context, size termapi.Size) error {
 	if s.isDead() {
 		return s.errGone()
 	}
-	if _, err := s.proc.rpc.Resize(ctx, &backendpb.ResizeRequest{SessionId: s.id, Size: sizeToPB(size)}); err != nil {
-		return s.checkErr(fromStatus("resize", err))
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	if _, err := s.proc.rpc.Resize(cctx, &backendpb.ResizeRequest{SessionId: s.id, Size: sizeToPB(size)}); err != nil {
+		return s.callErr(cctx, "resize", err)
 	}
 	return nil
 }
 
 // Output asks the plugin for raw output; the call waits there until there
-// is some. A plugin that goes away ends the output.
+// is some, without a bound of its own (output may be hours away): a plugin
+// that stops answering is found out by its health checks and killed, and a
+// plugin that goes away ends the output.
 func (s *session) Output(ctx context.Context, from int64) (termapi.Chunk, error) {
 	if !s.caps.Raw {
 		return termapi.Chunk{}, unsupported("hand out its raw output")

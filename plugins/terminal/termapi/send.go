@@ -144,6 +144,10 @@ type Status struct {
 	// Signal is the name of the signal that killed the process ("SIGKILL"),
 	// or "".
 	Signal string `json:"signal,omitempty"`
+	// Lost, when set, says why the session ended though its shell did not
+	// end it: its backend was lost ("the backend plugin stopped answering
+	// and was killed"). How the shell itself ended is then unknown.
+	Lost string `json:"lost,omitempty"`
 }
 
 // Running is the status of a live session.
@@ -153,6 +157,8 @@ func (s Status) String() string {
 	switch {
 	case !s.Exited:
 		return "running"
+	case s.Lost != "":
+		return "lost: " + s.Lost
 	case s.Signal != "":
 		return "killed by signal " + s.Signal
 	case s.ExitCode >= 0:
