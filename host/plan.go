@@ -186,6 +186,12 @@ func (r *resolver) lookup(e *Entry) (Plugin, string, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
+	// And with its symbolic links resolved: what CheckTrust checks is what
+	// runs, at load and at every restart of the plugin, whatever a link on
+	// the way is changed to later.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	p, err := load(e.Name, path)
 	if err != nil {
 		return Plugin{}, "", r.fail(e, e.Name, errorf(ErrUnknownPlugin, "%v", err))

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dshdev/dsh/internal/envpolicy"
+
 	"github.com/dshdev/dsh/config"
 )
 
@@ -60,58 +62,6 @@ func defaultEnvPolicy() EnvPolicy {
 
 // coreNames are what Inherit "core" keeps.
 var coreNames = []string{"PATH", "HOME", "USER", "USERNAME", "LOGNAME", "SHELL", "TMPDIR", "TEMP", "TMP", "LANG", "LANGUAGE", "LC_*", "TZ"}
-
-// credentialWords are the name words that mark a credential.
-var credentialWords = map[string]bool{
-	"KEY": true, "KEYS": true, "APIKEY": true, "SECRET": true, "SECRETS": true,
-	"TOKEN": true, "TOKENS": true, "AUTHTOKEN": true, "PASSWORD": true, "PASSWORDS": true,
-	"PASSWD": true, "PASSPHRASE": true, "PWD": true, "PAT": true, "JWT": true,
-	"AUTH": true, "CREDENTIAL": true, "CREDENTIALS": true, "CREDS": true, "COOKIE": true,
-}
-
-// credentialSuffixes catch words run together (GITHUBTOKEN, OPENAIAPIKEY).
-var credentialSuffixes = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY"}
-
-// placeWords, as a name's last word, make it a location, not a secret.
-var placeWords = map[string]bool{"DIR": true, "DIRS": true, "PATH": true, "FILE": true, "HOME": true}
-
-// looksLikeCredential is the default exclude.
-func looksLikeCredential(name string) bool {
-	upper := strings.ToUpper(name)
-	if upper == "PWD" || upper == "OLDPWD" {
-		return false // the current and previous directory
-	}
-	words := strings.FieldsFunc(upper, func(r rune) bool {
-		return (r < 'A' || r > 'Z') && (r < '0' || r > '9')
-	})
-	if len(words) == 0 || placeWords[words[len(words)-1]] {
-		return false
-	}
-	for _, w := range words {
-		if credentialWords[w] {
-			return true
-		}
-	}
-	last := words[len(words)-1]
-	for _, s := range credentialSuffixes {
-		if strings.HasSuffix(last, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// matchAny reports whether name matches one of the globs, ignoring case.
-// The globs were checked by Validate.
-func matchAny(globs []string, name string) bool {
-	upper := strings.ToUpper(name)
-	for _, g := range globs {
-		if ok, _ := path.Match(strings.ToUpper(g), upper); ok {
-			return true
-		}
-	}
-	return false
-}
 
 // stripURLCredentials removes the password from a URL value, keeping the
 // user name; other values come back unchanged.
@@ -185,13 +135,13 @@ func (p *EnvPolicy) apply(parent []string) []string {
 		switch {
 		case !ok || name == "" || ownVariable(name):
 			continue
-		case p.Inherit == InheritNone, p.Inherit == InheritCore && !matchAny(coreNames, name):
+		case p.Inherit == InheritNone, p.Inherit == InheritCore && !envpolicy.MatchAny(coreNames, name):
 			continue
 		case name == "SSH_AUTH_SOCK" || name == "SSH_AGENT_PID":
 			if !p.SSHAgent {
 				continue
 			}
-		case p.DefaultExcludes && looksLikeCredential(name), matchAny(p.Exclude, name):
+		case p.DefaultExcludes && envpolicy.LooksLikeCredential(name), envpolicy.MatchAny(p.Exclude, name):
 			continue
 		}
 		if _, set := p.Set[name]; set {
@@ -209,7 +159,7 @@ func (p *EnvPolicy) apply(parent []string) []string {
 		kept := env[:0]
 		for _, kv := range env {
 			name, _, _ := strings.Cut(kv, "=")
-			if matchAny(p.IncludeOnly, name) {
+			if envpolicy.MatchAny(p.IncludeOnly, name) {
 				kept = append(kept, kv)
 			}
 		}

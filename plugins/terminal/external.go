@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/internal/envpolicy"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 )
 
@@ -16,11 +17,18 @@ import (
 func RegisterExternal() { host.RegisterExternal(LoadExternal) }
 
 // LoadExternal is the host.ExternalLoader of backend executables. The entry
-// injects the terminals service; its config, whatever it holds, goes to
-// the plugin as JSON; the plugin starts when the entry is applied, and
-// registers the backend under the type it declares. A plugin that fails
-// its handshake, crashes at start, speaks another protocol version or
-// rejects its config fails the load with that cause.
+// injects the terminals service; its config, whatever it holds but
+// passEnv, goes to the plugin as JSON; the plugin starts when the entry is
+// applied, and registers the backend under the type it declares. A plugin
+// that fails its handshake, crashes at start, speaks another protocol
+// version or rejects its config fails the load with that cause. (Whether
+// the executable may be trusted at all is host.CheckTrust's to decide.)
+//
+// The plugin process gets dsh's environment without the names that look
+// like credentials, and without the SSH agent's (envpolicy.ForPlugin): it
+// runs as dsh's user and passes its environment on to its shells. The
+// entry's passEnv, a list of globs, passes such names to it all the same
+// (passEnv: ["AWS_*"]); passEnv is dsh's, and never reaches the plugin.
 func LoadExternal(name, path string) (host.Plugin, error) {
 	info, err := os.Stat(path)
 	switch {
@@ -91,15 +99,52 @@ func shellWritable(cfg map[string]any, workdir string) []string {
 	return dirs
 }
 
+// passEnvKey is the key of an executable entry's config that dsh takes for
+// itself: the globs of names its plugin gets though they look like
+// credentials.
+const passEnvKey = "passEnv"
+
+// takePassEnv removes passEnv from cfg and returns its globs.
+func takePassEnv(cfg map[string]any) ([]string, error) {
+	raw, ok := cfg[passEnvKey]
+	if !ok {
+		return nil, nil
+	}
+	delete(cfg, passEnvKey)
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: want a list of variable names or globs, got %T", passEnvKey, raw)
+	}
+	globs := make([]string, 0, len(list))
+	for _, v := range list {
+		g, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("%s: want a list of variable names or globs, got %v", passEnvKey, v)
+		}
+		if err := envpolicy.ValidGlob(g); err != nil {
+			return nil, fmt.Errorf("%s: %w", passEnvKey, err)
+		}
+		globs = append(globs, g)
+	}
+	return globs, nil
+}
+
 // applyExternal starts the executable and registers the backend it
 // serves. The client is the entry's instance: the host stops the process
 // once AddBackend has unregistered it.
 func applyExternal(pctx *host.Context, path string, cfg map[string]any) (any, error) {
+	pass, err := takePassEnv(cfg)
+	if err != nil {
+		return nil, err
+	}
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("config of %s: %w", path, err)
 	}
-	c, err := backendplugin.Open(pctx.Lifetime(), path, raw, backendplugin.Options{Logger: pctx.Logger()})
+	c, err := backendplugin.Open(pctx.Lifetime(), path, raw, backendplugin.Options{
+		Logger: pctx.Logger(),
+		Env:    envpolicy.ForPlugin(os.Environ(), pass),
+	})
 	if err != nil {
 		return nil, err
 	}

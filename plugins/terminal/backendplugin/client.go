@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/dshdev/dsh/internal/envpolicy"
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
@@ -65,6 +68,11 @@ type Options struct {
 	// Logger receives the plugin's log records and stderr; nil discards
 	// them.
 	Logger *slog.Logger
+	// Env is the plugin process's environment; nil means dsh's own
+	// without the names that look like credentials, and without the SSH
+	// agent's (envpolicy.ForPlugin). The plugin runs as dsh's user and
+	// passes its environment on to its shells.
+	Env []string
 	// CallTimeout, SpawnTimeout, HealthInterval and HealthTimeout: zero
 	// selects the default; a negative HealthInterval turns the periodic
 	// check off (a call that times out still checks).
@@ -74,6 +82,9 @@ type Options struct {
 func (o *Options) fill() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Env == nil {
+		o.Env = envpolicy.ForPlugin(os.Environ(), nil)
 	}
 	for _, d := range []struct {
 		v   *time.Duration
@@ -281,7 +292,9 @@ func (c *Client) start(ctx context.Context) (*process, string, error) {
 	defer cancel()
 	stderr := &tailBuffer{max: stderrTail}
 	cmd := exec.Command(c.path)
+	cmd.Env = slices.Clone(c.opts.Env)
 	pc := plugin.NewClient(&plugin.ClientConfig{
+		SkipHostEnv:      true, // cmd.Env is all it gets
 		Stderr:           stderr,
 		HandshakeConfig:  handshake,
 		Plugins:          plugin.PluginSet{pluginName: &grpcPlugin{}},
