@@ -1,0 +1,242 @@
+package emulator
+
+import (
+	"io"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/vt"
+
+	"github.com/dshdev/dsh/plugins/terminal/screen"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+)
+
+// maxLineBytes bounds one line of main-screen output, as the bash tool's
+// renderer does: a longer line is handed out in pieces.
+const maxLineBytes = 64 << 10
+
+// Screen is what a terminal shows: an emulator for the screen and a line
+// renderer for the main screen's output. See the package doc.
+type Screen struct {
+	vt     *vt.Emulator
+	size   termapi.Size
+	render *screen.Renderer
+	// lines holds the main screen's committed lines not taken yet, the
+	// newest bytes up to its bound.
+	lines      screen.Pending
+	cursorKeys bool // DECCKM: the program asked for application cursor keys
+	// prev are the rows of the previous snapshot, and prevAlt the screen
+	// they were on, for the rows that changed since.
+	prev    []string
+	prevAlt bool
+	// private is where the scanner is in a DEC private mode sequence
+	// (ESC [ ? ... final), across writes.
+	private scanState
+	drained chan struct{}
+}
+
+// New returns a screen of size (rows and cols at least 1) whose main-screen
+// lines keep the newest maxPending bytes until taken.
+func New(size termapi.Size, maxPending int) *Screen {
+	size = clampSize(size)
+	s := &Screen{
+		vt:      vt.NewEmulator(size.Cols, size.Rows),
+		size:    size,
+		render:  screen.NewRenderer(maxLineBytes),
+		lines:   screen.NewPending(maxPending, false),
+		drained: make(chan struct{}),
+	}
+	s.vt.SetCallbacks(vt.Callbacks{
+		EnableMode: func(m ansi.Mode) {
+			if m == ansi.ModeCursorKeys {
+				s.cursorKeys = true
+			}
+		},
+		DisableMode: func(m ansi.Mode) {
+			if m == ansi.ModeCursorKeys {
+				s.cursorKeys = false
+			}
+		},
+	})
+	// Answers to the program's queries go nowhere (see the package doc);
+	// the pipe must be read or the emulator blocks on them.
+	go func() {
+		defer close(s.drained)
+		_, _ = io.Copy(io.Discard, s.vt)
+	}()
+	return s
+}
+
+func clampSize(size termapi.Size) termapi.Size {
+	size.Rows = min(max(size.Rows, 1), termapi.MaxSize)
+	size.Cols = min(max(size.Cols, 1), termapi.MaxSize)
+	return size
+}
+
+// Close ends the goroutine that drains the emulator's answers.
+func (s *Screen) Close() {
+	_ = s.vt.Close()
+	<-s.drained
+}
+
+// Write feeds raw terminal output, in order.
+func (s *Screen) Write(p []byte) {
+	for len(p) > 0 {
+		n := s.private.next(p)
+		piece := p[:n]
+		p = p[n:]
+		onMain := !s.vt.IsAltScreen()
+		_, _ = s.vt.Write(piece)
+		if onMain {
+			s.lines.Append(s.render.Write(piece))
+		}
+	}
+}
+
+// Resize changes the screen's size; every row counts as changed at the
+// next snapshot.
+func (s *Screen) Resize(size termapi.Size) {
+	size = clampSize(size)
+	if size == s.size {
+		return
+	}
+	s.size = size
+	s.vt.Resize(size.Cols, size.Rows)
+	s.prev = nil
+}
+
+// Size is the screen's size.
+func (s *Screen) Size() termapi.Size { return s.size }
+
+// AltScreen reports whether a program has the alternate screen.
+func (s *Screen) AltScreen() bool { return s.vt.IsAltScreen() }
+
+// CursorKeys reports whether the program asked for application cursor
+// keys (DECCKM): the arrows, Home and End are then sent as SS3 sequences.
+func (s *Screen) CursorKeys() bool { return s.cursorKeys }
+
+// Snapshot is a screen as text.
+type Snapshot struct {
+	// Rows are the screen's rows, top first, each with its trailing blanks
+	// trimmed; blank rows at the bottom are left out.
+	Rows []string
+	// Row and Col are the cursor's position, from 1.
+	Row, Col int
+	// CursorHidden: the program hid the cursor.
+	CursorHidden bool
+	// Changed are the rows (from 1) that differ from the previous
+	// snapshot, or all of them when the screen switched or was resized.
+	Changed []int
+	// Alt: the alternate screen.
+	Alt  bool
+	Size termapi.Size
+}
+
+// Snapshot returns the screen now and remembers it, so that the next
+// snapshot says which rows changed since this one.
+func (s *Screen) Snapshot() Snapshot {
+	alt := s.vt.IsAltScreen()
+	rows := s.rows()
+	pos := s.vt.CursorPosition()
+	snap := Snapshot{Row: pos.Y + 1, Col: pos.X + 1, CursorHidden: s.vt.CursorHidden(), Alt: alt, Size: s.size}
+	fresh := s.prev == nil || alt != s.prevAlt
+	for i, r := range rows {
+		if fresh || i >= len(s.prev) || s.prev[i] != r {
+			snap.Changed = append(snap.Changed, i+1)
+		}
+	}
+	s.prev, s.prevAlt = rows, alt
+	last := len(rows)
+	for last > 0 && rows[last-1] == "" {
+		last--
+	}
+	snap.Rows = rows[:last:last]
+	return snap
+}
+
+// Text is the screen's rows joined by newlines, trailing blanks trimmed,
+// without remembering anything (for matching).
+func (s *Screen) Text() string { return strings.TrimRight(strings.Join(s.rows(), "\n"), "\n") }
+
+// rows renders every row of the current screen.
+func (s *Screen) rows() []string {
+	rows := make([]string, s.size.Rows)
+	var b strings.Builder
+	for y := range s.size.Rows {
+		b.Reset()
+		blanks := 0
+		for x := 0; x < s.size.Cols; {
+			c := s.vt.CellAt(x, y)
+			w := 1
+			text := " "
+			if c != nil {
+				if c.Width > 1 {
+					w = c.Width
+				}
+				if c.Content != "" {
+					text = c.Content
+				}
+			}
+			if text == " " {
+				blanks++
+			} else {
+				for ; blanks > 0; blanks-- {
+					b.WriteByte(' ')
+				}
+				b.WriteString(text)
+			}
+			x += w
+		}
+		rows[y] = b.String()
+	}
+	return rows
+}
+
+// Lines returns the main screen's lines committed since the previous call
+// (each ending in a newline), the line still being written, and whether
+// older lines were dropped to the bound meanwhile.
+func (s *Screen) Lines() (committed, partial string, dropped bool) {
+	dropped = s.lines.TakeDropped()
+	return s.lines.Take(), s.render.Partial(), dropped
+}
+
+// PeekLines is what Lines would return now, committed lines and the
+// partial line together, without taking anything (for matching).
+func (s *Screen) PeekLines() string {
+	return string(s.lines.Bytes()) + s.render.Partial()
+}
+
+// scanState follows a DEC private mode sequence (ESC [ ? params final)
+// across writes, so that the stream can be cut right after each one.
+type scanState uint8
+
+const (
+	scanGround  scanState = iota
+	scanEsc               // after ESC
+	scanCSI               // after ESC [
+	scanPrivate           // after ESC [ ?
+)
+
+// next returns how many bytes of p to feed before the screens may switch:
+// up to and including the final byte of the first DEC private mode
+// sequence that ends in p, or all of p.
+func (st *scanState) next(p []byte) int {
+	for i, b := range p {
+		switch {
+		case b == 0x1b:
+			*st = scanEsc
+		case *st == scanEsc && b == '[':
+			*st = scanCSI
+		case *st == scanCSI && b == '?':
+			*st = scanPrivate
+		case *st == scanPrivate && b >= 0x40 && b <= 0x7e:
+			*st = scanGround
+			return i + 1
+		case *st == scanPrivate && b >= 0x20 && b < 0x40:
+			// parameters and intermediates
+		default:
+			*st = scanGround
+		}
+	}
+	return len(p)
+}
