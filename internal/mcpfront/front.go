@@ -180,6 +180,9 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 	}
 	ctx, done := f.callContext(ctx, owner, req.Extra)
 	defer done()
+	if canElicit(req.Session) {
+		ctx = host.WithAsker(ctx, elicitor{req.Session})
+	}
 	if token := req.Params.GetProgressToken(); token != nil {
 		defer f.reportProgress(ctx, req.Session, token)()
 	}
