@@ -63,6 +63,13 @@ type term struct {
 	sendErr  error
 	lastSeen time.Time // the last output or input
 	notes    []string  // for the next read
+	// escAt is when a send ending in a lone Escape was typed.
+	escAt time.Time
+	// shown: a read has shown the screen, so an unchanged one need not be
+	// shown again.
+	shown bool
+	// drawing: the program draws on the main screen by cursor address.
+	drawing bool
 	// counted: the terminal counts against the limits (guarded by
 	// plugin.mu).
 	counted bool
@@ -263,8 +270,21 @@ func (t *term) typeText(ctx context.Context, text string) error {
 	if t.ended != "" {
 		return fmt.Errorf("terminal %s: its command has %s; nothing reads what you type", t.id, t.ended)
 	}
-	return t.startSendLocked(text, typeBound)
+	if err := t.startSendLocked(text, typeBound); err != nil {
+		return err
+	}
+	if strings.HasSuffix(text, "\x1b") {
+		t.escAt = time.Now()
+	}
+	return nil
 }
+
+// escSettle is how long after a lone Escape a proven wait is taken again:
+// a program that reads Escape waits its escape timeout to tell the key
+// from the start of a longer key sequence (vim's ttimeoutlen is 100 ms
+// with its defaults, ncurses programs set 25 ms or use 1 s), and until
+// then has not acted on it.
+const escSettle = 200 * time.Millisecond
 
 // typeBound bounds a send that types: a read that follows waits on it,
 // then on sends of its own, so it needs no longer life; and a program
@@ -309,6 +329,22 @@ func (t *term) read(ctx context.Context, o readOpts) (string, error) {
 			break
 		}
 		if t.waiting && t.live == nil {
+			if wait := escSettle - time.Since(t.escAt); wait > 0 {
+				// A lone Escape: the program waits for its escape timeout
+				// before it acts on the key, and proves a wait meanwhile.
+				// Prove it again once that is over.
+				t.mu.Unlock()
+				esc := time.NewTimer(wait)
+				select {
+				case <-esc.C:
+				case <-ctx.Done():
+					esc.Stop()
+					return "", context.Cause(ctx)
+				}
+				t.mu.Lock()
+				t.escAt, t.waiting = time.Time{}, false
+				continue
+			}
 			if !t.asked && terminal.AsksForSecret(t.res, t.promptLocked()) {
 				note, cont := t.askSecretLocked(ctx)
 				t.notes = append(t.notes, note)
@@ -484,19 +520,33 @@ func (t *term) renderLocked(why string) string {
 		b.WriteString("[Some output was lost: the terminal wrote faster than it was read.]\n")
 		t.lost = false
 	}
+	drawn := t.scr.Drawn()
 	lines, partial, dropped := t.scr.Lines()
-	if t.scr.AltScreen() {
+	// A program that draws on the main screen by cursor address (top) is
+	// shown as a screen until it writes plain lines again.
+	switch {
+	case drawn:
+		t.drawing = true
+	case lines != "":
+		t.drawing = false
+	}
+	if t.scr.AltScreen() || t.drawing {
 		snap := t.scr.Snapshot()
 		cursor := fmt.Sprintf("cursor %d,%d", snap.Row, snap.Col)
 		if snap.CursorHidden {
 			cursor = "cursor hidden"
 		}
+		if len(snap.Changed) == 0 && t.shown {
+			fmt.Fprintf(&b, "[screen %dx%d, %s, unchanged since the last read; %s]", snap.Size.Cols, snap.Size.Rows, cursor, why)
+			return b.String()
+		}
+		t.shown = true
 		fmt.Fprintf(&b, "[screen %dx%d, %s, changed %s; %s]\n", snap.Size.Cols, snap.Size.Rows, cursor, spans(snap.Changed), why)
 		for i, row := range snap.Rows {
 			if row == "" {
 				continue
 			}
-			fmt.Fprintf(&b, "%d %s\n", i+1, row)
+			fmt.Fprintf(&b, "%2d|%s\n", i+1, row)
 		}
 		return strings.TrimRight(b.String(), "\n")
 	}

@@ -29,9 +29,13 @@ type Screen struct {
 	// they were on, for the rows that changed since.
 	prev    []string
 	prevAlt bool
-	// private is where the scanner is in a DEC private mode sequence
-	// (ESC [ ? ... final), across writes.
+	// private is where the scanner is in a control sequence, across
+	// writes.
 	private scanState
+	// drawn: since the previous Lines, the main screen was drawn on by
+	// cursor address or cleared (top, watch, apt's progress line): the
+	// screen, not the lines, shows what the program means.
+	drawn bool
 	drained chan struct{}
 }
 
@@ -82,12 +86,13 @@ func (s *Screen) Close() {
 // Write feeds raw terminal output, in order.
 func (s *Screen) Write(p []byte) {
 	for len(p) > 0 {
-		n := s.private.next(p)
+		n, drawn := s.private.next(p)
 		piece := p[:n]
 		p = p[n:]
 		onMain := !s.vt.IsAltScreen()
 		_, _ = s.vt.Write(piece)
 		if onMain {
+			s.drawn = s.drawn || drawn
 			s.lines.Append(s.render.Write(piece))
 		}
 	}
@@ -196,9 +201,16 @@ func (s *Screen) rows() []string {
 // (each ending in a newline), the line still being written, and whether
 // older lines were dropped to the bound meanwhile.
 func (s *Screen) Lines() (committed, partial string, dropped bool) {
+	s.drawn = false
 	dropped = s.lines.TakeDropped()
 	return s.lines.Take(), s.render.Partial(), dropped
 }
+
+// Drawn reports whether, since the previous Lines, a program drew on the
+// main screen by cursor address or cleared it: a full-screen program that
+// does not use the alternate screen (top), for which Snapshot shows more
+// than Lines.
+func (s *Screen) Drawn() bool { return s.drawn }
 
 // PeekLines is what Lines would return now, committed lines and the
 // partial line together, without taking anything (for matching).
@@ -206,21 +218,24 @@ func (s *Screen) PeekLines() string {
 	return string(s.lines.Bytes()) + s.render.Partial()
 }
 
-// scanState follows a DEC private mode sequence (ESC [ ? params final)
-// across writes, so that the stream can be cut right after each one.
+// scanState follows control sequences (ESC [ ... final) across writes,
+// so that the stream can be cut right after each DEC private mode sequence
+// (ESC [ ? ... h or l, where the screens switch), and cursor addressing
+// (CUP, HVP) and erasing the display (ED) are noticed.
 type scanState uint8
 
 const (
 	scanGround  scanState = iota
 	scanEsc               // after ESC
-	scanCSI               // after ESC [
-	scanPrivate           // after ESC [ ?
+	scanCSI               // in ESC [ ..., no private marker
+	scanPrivate           // in ESC [ ? ...
 )
 
 // next returns how many bytes of p to feed before the screens may switch:
 // up to and including the final byte of the first DEC private mode
-// sequence that ends in p, or all of p.
-func (st *scanState) next(p []byte) int {
+// sequence that ends in p, or all of p; and whether those bytes address
+// the cursor or erase the display.
+func (st *scanState) next(p []byte) (n int, drawn bool) {
 	for i, b := range p {
 		switch {
 		case b == 0x1b:
@@ -229,14 +244,17 @@ func (st *scanState) next(p []byte) int {
 			*st = scanCSI
 		case *st == scanCSI && b == '?':
 			*st = scanPrivate
+		case (*st == scanCSI || *st == scanPrivate) && b >= 0x20 && b < 0x40:
+			// parameters and intermediates
 		case *st == scanPrivate && b >= 0x40 && b <= 0x7e:
 			*st = scanGround
-			return i + 1
-		case *st == scanPrivate && b >= 0x20 && b < 0x40:
-			// parameters and intermediates
+			return i + 1, drawn
+		case *st == scanCSI && b >= 0x40 && b <= 0x7e:
+			drawn = drawn || b == 'H' || b == 'f' || b == 'J'
+			*st = scanGround
 		default:
 			*st = scanGround
 		}
 	}
-	return len(p)
+	return len(p), drawn
 }
