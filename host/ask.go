@@ -41,3 +41,44 @@ func AskerFrom(ctx context.Context) Asker {
 	a, _ := ctx.Value(askerKey{}).(Asker)
 	return a
 }
+
+// InputRequired is what a tool returns, as its error, when it must ask the
+// person a question before it can go on and its Asker cannot wait for the
+// answer within the call (MCP's multi-round-trip requests, protocol
+// 2026-07-28 and later: a server may not ask while it answers a call).
+// The front sends the question with the call's result; the client asks the
+// person and calls the tool again with the same arguments, and the
+// answer: the tool finds it with Resumption, together with State, which
+// says where it left off (the waiting program stays as it was meanwhile).
+type InputRequired struct {
+	// Message is the question.
+	Message string
+	// State is the tool's own, opaque to everyone else.
+	State string
+}
+
+func (e *InputRequired) Error() string {
+	return "the tool needs the user's answer before it can go on: " + e.Message
+}
+
+// Resumption is a call that carries the answer to the question its tool
+// asked with InputRequired.
+type Resumption struct {
+	// State is the InputRequired's State.
+	State string
+	// Answer is what the person did.
+	Answer Answer
+}
+
+type resumptionKey struct{}
+
+// WithResumption returns ctx carrying r, for a front.
+func WithResumption(ctx context.Context, r Resumption) context.Context {
+	return context.WithValue(ctx, resumptionKey{}, r)
+}
+
+// ResumptionFrom returns the resumption a call carries, if any.
+func ResumptionFrom(ctx context.Context) (Resumption, bool) {
+	r, ok := ctx.Value(resumptionKey{}).(Resumption)
+	return r, ok
+}

@@ -546,7 +546,7 @@ func (s *session) settleLocked(sn *send, reason termapi.WaitReason) {
 		return
 	}
 	vp, truncated := sn.Viewport(s.Scr.Render.Partial(), s.cfg.maxRead)
-	res := termapi.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt, Input: sn.input}
+	res := termapi.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt, Input: sn.input, RawEnd: s.Scr.Raw.Pos()}
 	res.Exec = s.execResultLocked(sn)
 	sn.Settle(res)
 	if s.Live == sn {

@@ -56,6 +56,9 @@ type Handoff struct {
 	SessionID string
 	// Command is the command as the model wrote it.
 	Command string
+	// RawEnd is the raw output position of the send that proved the wait
+	// (SendResult.RawEnd): what the handing tool showed ends there.
+	RawEnd int64
 }
 
 // Adopter takes handed-over commands (the instance of the interactive

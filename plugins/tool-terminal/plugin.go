@@ -258,10 +258,16 @@ func (p *plugin) Adopt(ctx context.Context, owner *host.Owner, h terminal.Handof
 	t.counted = true
 	// What the terminal showed before is the handing tool's: feed it for
 	// the screen's state, then start the lines afresh.
+	t.rawEnd = h.RawEnd
 	t.startPump(0)
-	t.catchUp(ctx)
 	t.mu.Lock()
+	for t.pos < t.rawEnd && !t.pumped {
+		if !t.waitLocked(ctx, nil) {
+			break
+		}
+	}
 	t.scr.Lines()
+	t.waiting, t.input = true, termapi.InputUnknown
 	t.mu.Unlock()
 	p.add(ot, t)
 	return t, nil

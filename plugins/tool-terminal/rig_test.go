@@ -206,14 +206,14 @@ func (r *rig) read(id string, extra ...any) string {
 	return r.ok("terminal_read", args)
 }
 
-// readUntil reads until the text read matches re (a program draws a
-// screen over several writes), and returns the last read.
-func (r *rig) readUntil(id string, re *regexp.Regexp) string {
+// readUntil reads, waiting for waitFor, until the text read matches re (a
+// program draws a screen over several writes), and returns the last read.
+func (r *rig) readUntil(id, waitFor string, re *regexp.Regexp) string {
 	r.t.Helper()
 	end := time.Now().Add(deadline)
 	var all []string
 	for time.Now().Before(end) {
-		out := r.read(id, "waitFor", re.String(), "timeoutMs", 10000)
+		out := r.read(id, "waitFor", waitFor, "timeoutMs", 10000)
 		all = append(all, out)
 		if re.MatchString(out) {
 			return out

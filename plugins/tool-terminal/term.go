@@ -37,6 +37,8 @@ type term struct {
 	mu      sync.Mutex
 	scr     *emulator.Screen
 	pos     int64         // raw output fed to scr up to here
+	rawEnd  int64         // where the raw output of the last settle ends
+	pumped  bool          // the pump has ended: pos moves no more
 	lost    bool          // raw output was lost before it was fed
 	changed chan struct{} // closed and replaced at every event
 	// live is the send in flight, nil when none; readStarted marks one a
@@ -111,6 +113,10 @@ func (t *term) startPump(from int64) {
 			c, err := t.p.terms.Output(t.ctx, t.owner, t.id, pos)
 			t.mu.Lock()
 			t.feedLocked(c)
+			if err != nil {
+				t.pumped = true
+				t.broadcastLocked()
+			}
 			t.mu.Unlock()
 			if err != nil {
 				return
@@ -135,32 +141,6 @@ func (t *term) feedLocked(c termapi.Chunk) {
 	t.lastSeen = time.Now()
 	t.broadcastLocked()
 }
-
-// catchUp feeds what the session's raw output holds now, for a reader
-// that must see everything written before an event it observed (the
-// command's end, a hand-over): the pump may not have taken it yet. It
-// stops when nothing more comes within a moment.
-func (t *term) catchUp(ctx context.Context) {
-	for {
-		cctx, cancel := context.WithTimeout(ctx, catchUpQuiet)
-		t.mu.Lock()
-		pos := t.pos
-		t.mu.Unlock()
-		c, err := t.p.terms.Output(cctx, t.owner, t.id, pos)
-		cancel()
-		t.mu.Lock()
-		t.feedLocked(c)
-		t.mu.Unlock()
-		if err != nil || len(c.Data) == 0 {
-			return
-		}
-	}
-}
-
-// catchUpQuiet is how long catchUp waits for more output: the bytes it is
-// after are in the session's window already, so any wait is only for the
-// pump's hand-off.
-const catchUpQuiet = 20 * time.Millisecond
 
 // startSendLocked starts a send (text typed, or an empty wait) and the
 // goroutine that takes its result. The caller checked that none is live.
@@ -212,6 +192,7 @@ func (t *term) watch(send termapi.Send) {
 // settledLocked takes what a settled send proved.
 func (t *term) settledLocked(res termapi.SendResult) {
 	t.res = res
+	t.rawEnd = max(t.rawEnd, res.RawEnd)
 	t.silent = res.Reason == termapi.WaitInferredIdle
 	t.waiting = res.Reason == termapi.WaitStdinRead && !res.Prompt
 	if t.waiting {
@@ -296,6 +277,9 @@ const typeBound = time.Second
 type readOpts struct {
 	waitFor *regexp.Regexp
 	timeout time.Duration
+	// answer is the person's answer the call carries (a client's retry
+	// after the question went with a result), until it is used.
+	answer *host.Answer
 }
 
 // read waits until something worth reading happened (see the package doc)
@@ -316,6 +300,19 @@ func (t *term) read(ctx context.Context, o readOpts) (string, error) {
 			t.mu.Unlock()
 			return "", err
 		}
+		if t.pos < t.rawEnd && !t.pumped {
+			// What the terminal wrote before the last settle is not on
+			// the screen yet: the pump is about to feed it.
+			if !t.waitLocked(ctx, timer.C) {
+				if ctx.Err() != nil {
+					t.mu.Unlock()
+					return "", context.Cause(ctx)
+				}
+				why = "running"
+				break
+			}
+			continue
+		}
 		if t.ended != "" {
 			why = t.ended
 			break
@@ -327,6 +324,17 @@ func (t *term) read(ctx context.Context, o readOpts) (string, error) {
 		if t.stopped && t.live == nil {
 			why = "stopped (SIGTSTP); terminal_signal CONT resumes it"
 			break
+		}
+		if (t.waiting || t.silent) && t.live == nil {
+			if replies := t.scr.Replies(); len(replies) > 0 {
+				// The program asked its terminal something (vim asks
+				// for the cursor position) and waits for the answer.
+				if err := t.startSendLocked(string(replies), typeBound); err != nil {
+					t.mu.Unlock()
+					return "", err
+				}
+				continue
+			}
 		}
 		if t.waiting && t.live == nil {
 			if wait := escSettle - time.Since(t.escAt); wait > 0 {
@@ -346,7 +354,11 @@ func (t *term) read(ctx context.Context, o readOpts) (string, error) {
 				continue
 			}
 			if !t.asked && terminal.AsksForSecret(t.res, t.promptLocked()) {
-				note, cont := t.askSecretLocked(ctx)
+				note, cont, err := t.askSecretLocked(ctx, &o)
+				if err != nil {
+					t.mu.Unlock()
+					return "", err
+				}
 				t.notes = append(t.notes, note)
 				if !cont {
 					why = "waiting for a secret"
@@ -390,17 +402,27 @@ func (t *term) read(ctx context.Context, o readOpts) (string, error) {
 		break
 	}
 	ended := t.ended != ""
-	t.mu.Unlock()
-	if ended {
-		t.catchUp(ctx)
-	}
-	t.mu.Lock()
 	out := t.renderLocked(why)
 	t.mu.Unlock()
 	if ended {
 		t.finish()
 	}
 	return out, nil
+}
+
+// waitLocked waits, with the lock released, for the next event, the
+// timer or ctx; it reports whether an event came.
+func (t *term) waitLocked(ctx context.Context, timer <-chan time.Time) bool {
+	ch := t.changed
+	t.mu.Unlock()
+	defer t.mu.Lock()
+	select {
+	case <-ch:
+		return true
+	case <-timer:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // matchLocked reports whether the screen or the output not read yet
@@ -435,28 +457,44 @@ func splitPeek(s string) (lines, partial string, ok bool) {
 // askSecretLocked handles a program asking for a secret: the person at
 // the client answers through elicitation, and the answer is typed into
 // the terminal, never shown; a refusal interrupts the program. It returns
-// the note for the read, and whether the read goes on waiting.
-func (t *term) askSecretLocked(ctx context.Context) (note string, cont bool) {
-	t.asked = true
+// the note for the read, and whether the read goes on waiting; or, when
+// the question must go with the call's result, the host.InputRequired to
+// return (the program goes on waiting, and the client's retry of the call
+// brings the answer).
+func (t *term) askSecretLocked(ctx context.Context, o *readOpts) (note string, cont bool, err error) {
 	prompt := strings.TrimSpace(t.promptLocked())
-	asker := host.AskerFrom(ctx)
-	if asker == nil {
-		return fmt.Sprintf(noElicitationNote, prompt), false
+	var ans host.Answer
+	if o.answer != nil {
+		ans, o.answer = *o.answer, nil
+	} else {
+		asker := host.AskerFrom(ctx)
+		if asker == nil {
+			t.asked = true
+			return fmt.Sprintf(noElicitationNote, prompt), false, nil
+		}
+		message := fmt.Sprintf(askMessage, t.command, prompt)
+		t.mu.Unlock()
+		var aerr error
+		ans, aerr = asker.AskSecret(ctx, message)
+		t.mu.Lock()
+		var later *host.InputRequired
+		switch {
+		case errors.As(aerr, &later):
+			return "", false, &host.InputRequired{Message: message, State: resumeState(t.id)}
+		case aerr != nil:
+			t.asked = true
+			return fmt.Sprintf("[Asking the user for the secret (%q) failed: %v. The program still waits for it.]", prompt, aerr), false, nil
+		}
 	}
-	t.mu.Unlock()
-	ans, err := asker.AskSecret(ctx, fmt.Sprintf(askMessage, t.command, prompt))
-	t.mu.Lock()
-	switch {
-	case err != nil:
-		return fmt.Sprintf("[Asking the user for the secret (%q) failed: %v. The program still waits for it.]", prompt, err), false
-	case ans.Action == host.AnswerAccept:
+	t.asked = true
+	if ans.Action == host.AnswerAccept {
 		if err := t.awaitIdleLocked(ctx); err != nil {
-			return fmt.Sprintf("[The user gave the secret (%q), but it could not be typed: %v.]", prompt, err), false
+			return fmt.Sprintf("[The user gave the secret (%q), but it could not be typed: %v.]", prompt, err), false, nil
 		}
 		if err := t.startSendLocked(ans.Secret+"\r", typeBound); err != nil {
-			return fmt.Sprintf("[The user gave the secret (%q), but it could not be typed: %v.]", prompt, err), false
+			return fmt.Sprintf("[The user gave the secret (%q), but it could not be typed: %v.]", prompt, err), false, nil
 		}
-		return fmt.Sprintf(givenNote, prompt), true
+		return fmt.Sprintf(givenNote, prompt), true, nil
 	}
 	verb := "declined to give"
 	if ans.Action == host.AnswerCancel {
@@ -467,10 +505,14 @@ func (t *term) askSecretLocked(ctx context.Context) (note string, cont bool) {
 	t.mu.Lock()
 	t.waiting = false
 	if serr != nil {
-		return fmt.Sprintf("[The user %s the secret (%q); interrupting the program failed: %v.]", verb, prompt, serr), false
+		return fmt.Sprintf("[The user %s the secret (%q); interrupting the program failed: %v.]", verb, prompt, serr), false, nil
 	}
-	return fmt.Sprintf("[The user %s the secret (%q), so the program was interrupted (SIGINT).]", verb, prompt), true
+	return fmt.Sprintf("[The user %s the secret (%q), so the program was interrupted (SIGINT).]", verb, prompt), true, nil
 }
+
+// resumeState is the requestState of a question about terminal id: the
+// client's retry of the call carries it back.
+func resumeState(id string) string { return "terminal:" + id }
 
 // Model-visible texts of the secret flow.
 const (
@@ -763,7 +805,6 @@ func (t *term) refresh(ctx context.Context) {
 	ended := t.ended != ""
 	t.mu.Unlock()
 	if ended {
-		t.catchUp(ctx)
 		t.finish()
 	}
 }

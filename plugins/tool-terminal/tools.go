@@ -119,6 +119,17 @@ func (p *plugin) openTool(ctx context.Context, owner *host.Owner, args OpenArgs)
 	if strings.IndexByte(args.Command, 0) >= 0 {
 		return "", errors.New("command contains a NUL byte")
 	}
+	if res, ok := host.ResumptionFrom(ctx); ok {
+		// The client's retry of an open whose program asked for a secret:
+		// go on with that terminal, with the answer.
+		if t, err := p.find(owner, strings.TrimPrefix(res.State, "terminal:")); err == nil && res.State == resumeState(t.id) {
+			out, err := t.read(ctx, readOpts{timeout: time.Duration(p.cfg.ReadTimeoutMs) * time.Millisecond, answer: &res.Answer})
+			if err != nil {
+				return "", err
+			}
+			return "id: " + t.id + "\n" + out, nil
+		}
+	}
 	size, err := p.size(args.Rows, args.Cols)
 	if err != nil {
 		return "", err
@@ -227,6 +238,9 @@ func (p *plugin) readTool(ctx context.Context, owner *host.Owner, args ReadArgs)
 		if o.waitFor, err = regexp.Compile(args.WaitFor); err != nil {
 			return "", fmt.Errorf("waitFor: %w", err)
 		}
+	}
+	if res, ok := host.ResumptionFrom(ctx); ok && res.State == resumeState(t.id) {
+		o.answer = &res.Answer
 	}
 	return t.read(ctx, o)
 }

@@ -24,6 +24,7 @@ func resultToPB(r termapi.SendResult) *backendpb.Result {
 		Truncated: r.Truncated,
 		Prompt:    r.Prompt,
 		Input:     string(r.Input),
+		RawEnd:    r.RawEnd,
 	}
 	if e := r.Exec; e != nil {
 		out.Exec = &backendpb.ExecResult{
@@ -46,6 +47,7 @@ func resultFromPB(r *backendpb.Result) termapi.SendResult {
 		Truncated: r.GetTruncated(),
 		Prompt:    r.GetPrompt(),
 		Input:     termapi.InputMode(r.GetInput()),
+		RawEnd:    r.GetRawEnd(),
 	}
 	if e := r.GetExec(); e != nil {
 		out.Exec = &termapi.ExecResult{

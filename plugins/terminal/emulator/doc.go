@@ -35,11 +35,11 @@
 // alternate-screen callbacks, and tcell's simulation screen, which is a
 // screen for a program to draw on, not an emulator of one.
 //
-// The emulator answers a program's queries (device attributes, the cursor
-// position) into its input pipe; nothing here forwards those answers to the
-// program, which then behaves as with a terminal that does not answer
-// (vim, less, top, htop and readline all do without). The pipe is drained
-// and discarded so that a query never blocks the emulator.
+// The emulator answers a program's queries (the cursor position, device
+// attributes, colours) as xterm would; Replies hands the answers out, for
+// the owner to type into the terminal when the program waits for them.
+// vim, for one, asks for the cursor position and waits a moment for the
+// answer when it exits.
 //
 // A Screen is not safe for concurrent use: its owner serialises Write,
 // Resize, Snapshot and Lines.

@@ -1,8 +1,8 @@
 package emulator
 
 import (
-	"io"
 	"strings"
+	"sync"
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/vt"
@@ -35,9 +35,18 @@ type Screen struct {
 	// drawn: since the previous Lines, the main screen was drawn on by
 	// cursor address or cleared (top, watch, apt's progress line): the
 	// screen, not the lines, shows what the program means.
-	drawn bool
+	drawn   bool
 	drained chan struct{}
+	// replies are the emulator's answers to the program's queries, not
+	// yet taken (Replies); guarded by repliesMu, since the goroutine that
+	// drains the emulator adds to them.
+	repliesMu sync.Mutex
+	replies   []byte
 }
+
+// maxReplies bounds the answers kept for the program: a program that
+// floods queries without reading the answers loses the newest.
+const maxReplies = 4 << 10
 
 // New returns a screen of size (rows and cols at least 1) whose main-screen
 // lines keep the newest maxPending bytes until taken.
@@ -62,11 +71,22 @@ func New(size termapi.Size, maxPending int) *Screen {
 			}
 		},
 	})
-	// Answers to the program's queries go nowhere (see the package doc);
-	// the pipe must be read or the emulator blocks on them.
+	// The emulator writes its answers to the program's queries into a
+	// pipe, which must be read or the emulator blocks on them.
 	go func() {
 		defer close(s.drained)
-		_, _ = io.Copy(io.Discard, s.vt)
+		buf := make([]byte, 256)
+		for {
+			n, err := s.vt.Read(buf)
+			s.repliesMu.Lock()
+			if len(s.replies)+n <= maxReplies {
+				s.replies = append(s.replies, buf[:n]...)
+			}
+			s.repliesMu.Unlock()
+			if err != nil {
+				return
+			}
+		}
 	}()
 	return s
 }
@@ -96,6 +116,17 @@ func (s *Screen) Write(p []byte) {
 			s.lines.Append(s.render.Write(piece))
 		}
 	}
+}
+
+// Replies returns the answers the terminal owes the program for its
+// queries (the cursor position, device attributes, colours), as a real
+// terminal would type them, and forgets them.
+func (s *Screen) Replies() []byte {
+	s.repliesMu.Lock()
+	defer s.repliesMu.Unlock()
+	r := s.replies
+	s.replies = nil
+	return r
 }
 
 // Resize changes the screen's size; every row counts as changed at the

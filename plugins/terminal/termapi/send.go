@@ -116,6 +116,11 @@ type SendResult struct {
 	// Exec describes the command of the Exec this send belongs to; nil for
 	// sends outside an Exec.
 	Exec *ExecResult
+	// RawEnd is the position of the raw output (Session.Output) when the
+	// send settled: what the terminal wrote before the settle ends there,
+	// so a reader of the raw output knows when it has seen it all. Zero
+	// where the session keeps no raw output.
+	RawEnd int64
 	// Input is how the terminal takes input when the send settled because
 	// a program is proven to wait for it (WaitStdinRead without Prompt), as
 	// far as the backend can see: InputUnknown otherwise, and where it

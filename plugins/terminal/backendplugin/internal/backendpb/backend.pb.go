@@ -1797,7 +1797,9 @@ type Result struct {
 	Exec      *ExecResult            `protobuf:"bytes,6,opt,name=exec,proto3" json:"exec,omitempty"`
 	// input is termapi.InputMode: how the terminal takes input when a
 	// program is proven to read it; empty when unknown.
-	Input         string `protobuf:"bytes,7,opt,name=input,proto3" json:"input,omitempty"`
+	Input string `protobuf:"bytes,7,opt,name=input,proto3" json:"input,omitempty"`
+	// raw_end is termapi.SendResult.RawEnd.
+	RawEnd        int64 `protobuf:"varint,8,opt,name=raw_end,json=rawEnd,proto3" json:"raw_end,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1879,6 +1881,13 @@ func (x *Result) GetInput() string {
 		return x.Input
 	}
 	return ""
+}
+
+func (x *Result) GetRawEnd() int64 {
+	if x != nil {
+		return x.RawEnd
+	}
+	return 0
 }
 
 type ExecResult struct {
@@ -2153,7 +2162,7 @@ const file_backend_proto_rawDesc = "" +
 	"\aStarted\".\n" +
 	"\x06Output\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\fR\x04text\x12\x10\n" +
-	"\x03eof\x18\x02 \x01(\bR\x03eof\"\xef\x01\n" +
+	"\x03eof\x18\x02 \x01(\bR\x03eof\"\x88\x02\n" +
 	"\x06Result\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1a\n" +
 	"\bviewport\x18\x02 \x01(\fR\bviewport\x125\n" +
@@ -2161,7 +2170,8 @@ const file_backend_proto_rawDesc = "" +
 	"\ttruncated\x18\x04 \x01(\bR\ttruncated\x12\x16\n" +
 	"\x06prompt\x18\x05 \x01(\bR\x06prompt\x12.\n" +
 	"\x04exec\x18\x06 \x01(\v2\x1a.dsh.backend.v2.ExecResultR\x04exec\x12\x14\n" +
-	"\x05input\x18\a \x01(\tR\x05input\"\xca\x01\n" +
+	"\x05input\x18\a \x01(\tR\x05input\x12\x17\n" +
+	"\araw_end\x18\b \x01(\x03R\x06rawEnd\"\xca\x01\n" +
 	"\n" +
 	"ExecResult\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x1b\n" +
