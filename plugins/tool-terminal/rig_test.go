@@ -43,6 +43,11 @@ type rig struct {
 	workdir string
 	cs      *mcp.ClientSession
 	logs    *syncBuffer // every log line of dsh, at debug level
+	// outputDir is where the bash tool saves full outputs (unless the test
+	// configured it otherwise).
+	outputDir string
+	h         *host.Host
+	results   []string // every result text, for the tests that look for a secret
 }
 
 type rigOptions struct {
@@ -53,6 +58,11 @@ type rigOptions struct {
 	elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 	// env is set in dsh's environment (the shells inherit it).
 	env map[string]string
+	// noTerminalTools leaves the terminal tools out of the deployment.
+	noTerminalTools bool
+	// protocol is the protocol version the client asks for; empty: the
+	// SDK's latest.
+	protocol string
 }
 
 // syncBuffer is a bytes.Buffer for a logger on many goroutines.
@@ -84,7 +94,10 @@ func newRig(t testing.TB, o rigOptions) *rig {
 	if o.terminalConfig == "" {
 		o.terminalConfig = "{}"
 	}
-	r := &rig{t: t, workdir: t.TempDir(), logs: &syncBuffer{}}
+	r := &rig{t: t, workdir: t.TempDir(), logs: &syncBuffer{}, outputDir: t.TempDir()}
+	if o.bashConfig == "{}" {
+		o.bashConfig = "{outputDir: " + r.outputDir + "}"
+	}
 	d, err := host.ParseDeployment("test.yaml", fmt.Appendf(nil, `
 - id: terminal
   name: terminal
@@ -95,8 +108,9 @@ func newRig(t testing.TB, o rigOptions) *rig {
   config: %s
 - id: terminals
   name: tool-terminal
+  disabled: %v
   config: %s
-`, o.bashConfig, o.terminalConfig), nil)
+`, o.bashConfig, o.noTerminalTools, o.terminalConfig), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +120,7 @@ func newRig(t testing.TB, o rigOptions) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.h = h
 	f := mcpfront.New(h, mcpfront.Options{Workdir: r.workdir, Logger: logger, Version: "test"})
 	sr, cw := io.Pipe()
 	cr, sw := io.Pipe()
@@ -117,7 +132,7 @@ func newRig(t testing.TB, o rigOptions) *rig {
 		opts.ElicitationHandler = o.elicit
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "terminal-test", Version: "1"}, opts)
-	cs, err := client.Connect(t.Context(), &mcp.IOTransport{Reader: cr, Writer: cw}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: o.protocol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +172,9 @@ func (r *rig) call(name string, args map[string]any) (string, bool) {
 	if len(res.Content) != 1 {
 		r.t.Fatalf("call %s: %d content blocks, want 1", name, len(res.Content))
 	}
-	return res.Content[0].(*mcp.TextContent).Text, res.IsError
+	text := res.Content[0].(*mcp.TextContent).Text
+	r.results = append(r.results, text)
+	return text, res.IsError
 }
 
 // ok calls a tool that must succeed.

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"io"
 	"strings"
 	"sync"
 
@@ -97,9 +98,13 @@ func clampSize(size termapi.Size) termapi.Size {
 	return size
 }
 
-// Close ends the goroutine that drains the emulator's answers.
+// Close ends the goroutine that drains the emulator's answers. It closes
+// the answers' pipe itself: the emulator's own Close marks it closed
+// without a lock that its Read, on the draining goroutine, would share.
 func (s *Screen) Close() {
-	_ = s.vt.Close()
+	if c, ok := s.vt.InputPipe().(io.Closer); ok {
+		_ = c.Close()
+	}
 	<-s.drained
 }
 
