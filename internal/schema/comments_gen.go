@@ -163,11 +163,8 @@ var comments = map[string]string{
 	"github.com/dshdev/dsh/plugins/tool-terminal.Config.Term":                                             "Term is the TERM a terminal's program sees: what full-screen programs\ndraw for.",
 	"github.com/dshdev/dsh/plugins/tool-terminal.IDArgs":                                                  "IDArgs are the arguments of the tools that take a terminal alone.",
 	"github.com/dshdev/dsh/plugins/tool-terminal.OpenArgs":                                                "OpenArgs are terminal_open's arguments.",
-	"github.com/dshdev/dsh/plugins/tool-terminal.OpenArgs.Command":                                        "Shell command to run, e.g. vim notes.txt",
 	"github.com/dshdev/dsh/plugins/tool-terminal.ReadArgs":                                                "ReadArgs are terminal_read's arguments.",
-	"github.com/dshdev/dsh/plugins/tool-terminal.ReadArgs.WaitFor":                                        "Regexp to wait for instead of input",
 	"github.com/dshdev/dsh/plugins/tool-terminal.SendArgs":                                                "SendArgs are terminal_send's arguments.",
-	"github.com/dshdev/dsh/plugins/tool-terminal.SendArgs.Keys":                                           "Typed after text: Enter Tab Escape Backspace Up Down Left Right Home End PageUp PageDown F1-F12 C-a..C-z",
-	"github.com/dshdev/dsh/plugins/tool-terminal.SendArgs.Rows":                                           "With cols: resize",
+	"github.com/dshdev/dsh/plugins/tool-terminal.SendArgs.Keys":                                           "Enter Tab Escape Backspace Up Down Left Right Home End PageUp PageDown F1-F12 C-a..C-z",
 	"github.com/dshdev/dsh/plugins/tool-terminal.SignalArgs":                                              "SignalArgs are terminal_signal's arguments.",
 }

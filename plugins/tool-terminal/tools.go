@@ -24,9 +24,9 @@ const (
 	ListTool   = "terminal_list"
 )
 
-// OpenArgs are terminal_open's arguments.
+// OpenArgs are terminal_open's arguments. The fields have no doc comments
+// on purpose: their names say it, and every request carries the schema.
 type OpenArgs struct {
-	// Shell command to run, e.g. vim notes.txt
 	Command string `json:"command"`
 	Cwd     string `json:"cwd,omitempty"`
 	Rows    int    `json:"rows,omitempty"`
@@ -37,17 +37,15 @@ type OpenArgs struct {
 type SendArgs struct {
 	ID   string `json:"id"`
 	Text string `json:"text,omitempty"`
-	// Typed after text: Enter Tab Escape Backspace Up Down Left Right Home End PageUp PageDown F1-F12 C-a..C-z
+	// Enter Tab Escape Backspace Up Down Left Right Home End PageUp PageDown F1-F12 C-a..C-z
 	Keys []string `json:"keys,omitempty"`
-	// With cols: resize
-	Rows int `json:"rows,omitempty"`
-	Cols int `json:"cols,omitempty"`
+	Rows int      `json:"rows,omitempty"`
+	Cols int      `json:"cols,omitempty"`
 }
 
 // ReadArgs are terminal_read's arguments.
 type ReadArgs struct {
-	ID string `json:"id"`
-	// Regexp to wait for instead of input
+	ID        string `json:"id"`
 	WaitFor   string `json:"waitFor,omitempty"`
 	TimeoutMs int    `json:"timeoutMs,omitempty"`
 }
@@ -68,11 +66,11 @@ type ListArgs struct{}
 
 // The tools' descriptions: short, since every request carries them.
 const (
-	openDescription   = "Run a program in a new terminal (vim, python3 -i, ssh, top); returns its id and first read."
-	sendDescription   = "Type into a terminal."
-	readDescription   = "Wait until the program waits for input, exits, matches waitFor, or timeoutMs passes; return new output, or the screen of a full-screen program."
+	openDescription   = "Run a program in a new terminal; returns its id and first read."
+	sendDescription   = "Type text, then keys, into a terminal; rows and cols resize it."
+	readDescription   = "Wait for an input prompt, exit, waitFor regexp or timeoutMs; return new output or the full screen."
 	signalDescription = "Signal a terminal's program."
-	closeDescription  = "Close a terminal and end its program."
+	closeDescription  = "End a terminal."
 	listDescription   = "List your terminals."
 )
 
