@@ -48,6 +48,25 @@ type rig struct {
 	outputDir string
 	h         *host.Host
 	results   []string // every result text, for the tests that look for a secret
+	front     *mcpfront.Front
+}
+
+// connect connects another client: another agent, with an owner of its
+// own.
+func (r *rig) connect(t testing.TB) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	done := make(chan error, 1)
+	go func() { done <- r.front.Serve(context.Background(), st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "other", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		<-done
+	})
+	return cs
 }
 
 type rigOptions struct {
@@ -122,6 +141,7 @@ func newRig(t testing.TB, o rigOptions) *rig {
 	}
 	r.h = h
 	f := mcpfront.New(h, mcpfront.Options{Workdir: r.workdir, Logger: logger, Version: "test"})
+	r.front = f
 	sr, cw := io.Pipe()
 	cr, sw := io.Pipe()
 	done := make(chan error, 1)

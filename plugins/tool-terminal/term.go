@@ -65,6 +65,8 @@ type term struct {
 	sendErr  error
 	lastSeen time.Time // the last output or input
 	notes    []string  // for the next read
+	// jobText is how the shell names the command in its job notices.
+	jobText string
 	// escAt is when a send ending in a lone Escape was typed.
 	escAt time.Time
 	// shown: a read has shown the screen, so an unchanged one need not be
@@ -201,9 +203,10 @@ func (t *term) settledLocked(res termapi.SendResult) {
 	switch x := res.Exec; {
 	case res.Reason == termapi.WaitSessionExit || res.Status.Exited:
 		t.ended = "the terminal's shell " + res.Status.String()
-	case x != nil && res.Prompt && strings.Contains(x.Notices, "Stopped"):
-		// Job control stopped the command (SIGTSTP, or ^Z typed): the
-		// shell is back at its prompt with it as a stopped job.
+	case x != nil && res.Prompt && x.State == termapi.ExecCompleted && x.ExitCode >= 128+19 && x.ExitCode <= 128+22:
+		// Job control stopped the command (SIGSTOP, SIGTSTP, or ^Z typed,
+		// SIGTTIN, SIGTTOU): the shell is back at its prompt with it as a
+		// stopped job, and reports the stop's status.
 		t.stopped = true
 	case x != nil && x.State == termapi.ExecCompleted:
 		t.ended = fmt.Sprintf("exited with code %d", x.ExitCode)
@@ -593,6 +596,11 @@ func (t *term) renderLocked(why string) string {
 		return strings.TrimRight(b.String(), "\n")
 	}
 	text := lines + partial
+	if t.jobText != "" {
+		// A job notice names the command as the shell ran it: show the
+		// model's command instead of dsh's wrapper.
+		text = strings.ReplaceAll(text, t.jobText, t.command)
+	}
 	max := t.p.cfg.MaxOutputChars
 	if n := len([]rune(text)); n > max {
 		r := []rune(text)

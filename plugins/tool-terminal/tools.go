@@ -152,6 +152,7 @@ func (p *plugin) openTool(ctx context.Context, owner *host.Owner, args OpenArgs)
 	}
 	t := newTerm(p, owner, info.ID, args.Command, size, false)
 	t.counted = true
+	t.jobText = p.jobText(args.Command)
 	t.startPump(0)
 	t.mu.Lock()
 	err = t.startExecLocked(p.wrap(args.Command), time.Duration(p.cfg.ReadTimeoutMs)*time.Millisecond)
@@ -169,12 +170,23 @@ func (p *plugin) openTool(ctx context.Context, owner *host.Owner, args OpenArgs)
 	return "id: " + t.id + "\n" + out, nil
 }
 
+// jobText is how bash names a wrapped command in its job notices ("[1]+
+// Stopped ..."): the subshell, with spaces inside its parentheses.
+func (p *plugin) jobText(command string) string {
+	return "( " + p.inner(command) + " )"
+}
+
+// inner is the subshell's body of wrap.
+func (p *plugin) inner(command string) string {
+	return "unset PROMPT_COMMAND PS0 PS1 PS2 PAGER GIT_PAGER; export TERM=" + p.cfg.Term + "; eval " + shellQuote(command)
+}
+
 // wrap is the shell text that runs command as a terminal's program: with a
 // terminal as a person's is set (echo on, TERM for full-screen programs),
 // none of the shell's own prompts and plumbing in its environment, and in
 // a subshell, so that the shell it runs in stays out of its way.
 func (p *plugin) wrap(command string) string {
-	return "stty sane 2>/dev/null; (unset PROMPT_COMMAND PS0 PS1 PS2 PAGER GIT_PAGER; export TERM=" + p.cfg.Term + "; eval " + shellQuote(command) + ")"
+	return "stty sane 2>/dev/null; (" + p.inner(command) + ")"
 }
 
 // shellQuote quotes s for bash as one word.
