@@ -140,7 +140,9 @@ func newRig(t testing.TB, o rigOptions) *rig {
 		t.Fatal(err)
 	}
 	r.h = h
-	f := mcpfront.New(h, mcpfront.Options{Workdir: r.workdir, Logger: logger, Version: "test"})
+	// DSH_MCP_FAST_PATH=false has the SDK answer every call, as dsh serve
+	// --mcp-fast-path=false does; CI runs these tests both ways.
+	f := mcpfront.New(h, mcpfront.Options{Workdir: r.workdir, Logger: logger, Version: "test", NoFastPath: os.Getenv("DSH_MCP_FAST_PATH") == "false"})
 	r.front = f
 	sr, cw := io.Pipe()
 	cr, sw := io.Pipe()
