@@ -121,7 +121,7 @@ func newRig(t testing.TB, o rigOptions) *rig {
 - id: terminal
   name: terminal
 - id: terminal-bash
-  name: terminal-bash
+  name: %s
 - id: bash
   name: tool-bash-persistent
   config: %s
@@ -129,7 +129,7 @@ func newRig(t testing.TB, o rigOptions) *rig {
   name: tool-terminal
   disabled: %v
   config: %s
-`, o.bashConfig, o.noTerminalTools, o.terminalConfig), nil)
+`, backend(), o.bashConfig, o.noTerminalTools, o.terminalConfig), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,6 +180,16 @@ func newRig(t testing.TB, o rigOptions) *rig {
 		}
 	})
 	return r
+}
+
+// backend is the shell backend's entry name: the in-process plugin, or the
+// executable DSH_TEST_BACKEND names (cmd/dsh-backend-bash), for the tools
+// to pass with their backend out of process too.
+func backend() string {
+	if path := os.Getenv("DSH_TEST_BACKEND"); path != "" {
+		return path
+	}
+	return "terminal-bash"
 }
 
 // call calls a tool and returns its text; a protocol error fails the test.
