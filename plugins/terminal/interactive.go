@@ -77,4 +77,7 @@ type Adopted interface {
 	// its prompt (or the session is gone): the session is the handing
 	// tool's again.
 	Done() <-chan struct{}
+	// Release reports whether Done is closed, after finding out, within
+	// moments, whether a command nobody has read since it ended has ended.
+	Release(ctx context.Context) bool
 }

@@ -92,7 +92,7 @@ func (p *plugin) call(ctx context.Context, owner *host.Owner, args Args) (string
 	if err := st.awaitClosed(ctx); err != nil {
 		return "", fmt.Errorf("bash call cancelled before it ran: %w", err)
 	}
-	if err := st.awaitHandedOver(); err != nil {
+	if err := st.awaitHandedOver(ctx); err != nil {
 		return "", err
 	}
 	parked, resumed := st.takeParked(ctx)

@@ -92,18 +92,16 @@ func (r *run) handoff(command string) (out string, ok bool) {
 
 // awaitHandedOver fails while the owner's shell runs a command handed over
 // as a terminal.
-func (st *ownerState) awaitHandedOver() error {
+func (st *ownerState) awaitHandedOver(ctx context.Context) error {
 	h := st.handedOver
 	if h == nil {
 		return nil
 	}
-	select {
-	case <-h.Done():
+	if h.Release(ctx) {
 		st.handedOver = nil
 		return nil
-	default:
-		return fmt.Errorf(stillHandedOver, h.ID())
 	}
+	return fmt.Errorf(stillHandedOver, h.ID())
 }
 
 // adopter finds the instance that takes handed-over commands.

@@ -31,6 +31,21 @@ func TestBashHandsOverAWaitingCommand(t *testing.T) {
 	}
 }
 
+// A handed-over command that ended without a read since gives the shell
+// back to the next bash call all the same.
+func TestHandedOverCommandEndsUnread(t *testing.T) {
+	r := newRig(t, rigOptions{bashConfig: "{onInput: handoff}"})
+	out := r.ok("bash", map[string]any{"command": "read -p 'Name: ' name"})
+	m := handedOverTo.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("bash result:\n%s", out)
+	}
+	r.send(m[1], "Bo", "Enter")
+	if out := r.ok("bash", map[string]any{"command": "echo $name"}); out != "Bo" {
+		t.Fatalf("bash after the unread end = %q, want Bo", out)
+	}
+}
+
 // terminal_close on a handed-over command ends the command, not the shell.
 func TestClosingAHandedOverCommandKeepsTheShell(t *testing.T) {
 	r := newRig(t, rigOptions{bashConfig: "{onInput: handoff}"})

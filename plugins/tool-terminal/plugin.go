@@ -280,6 +280,18 @@ func (t *term) ID() string { return t.id }
 // went back to its tool (terminal.Adopted).
 func (t *term) Done() <-chan struct{} { return t.released }
 
+// Release reports whether the adopted command has ended and its session
+// gone back to its tool, finding out first (terminal.Adopted).
+func (t *term) Release(ctx context.Context) bool {
+	t.refresh(ctx)
+	select {
+	case <-t.released:
+		return true
+	default:
+		return false
+	}
+}
+
 // running reports whether the terminal's command still runs here.
 func (t *term) running() bool {
 	t.mu.Lock()

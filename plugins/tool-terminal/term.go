@@ -788,29 +788,30 @@ func (t *term) signal(ctx context.Context, sig termapi.Signal) (string, error) {
 
 // refresh learns, in a moment, whether a terminal nobody has read lately
 // still runs: an empty send answers at once for a command that ended and
-// within milliseconds for one that waits for input.
+// within milliseconds for one that waits for input. A command that ended
+// lets its session go, once the screen has everything before the end.
 func (t *term) refresh(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, refreshBound)
 	defer cancel()
 	t.mu.Lock()
-	if t.letGo || t.live != nil || t.ended != "" {
-		t.mu.Unlock()
-		return
-	}
-	if err := t.startSendLocked("", refreshBound/2); err != nil {
-		t.mu.Unlock()
-		return
-	}
-	for t.live != nil && ctx.Err() == nil {
-		ch := t.changed
-		t.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
+	for !t.letGo && ctx.Err() == nil {
+		if t.ended != "" {
+			if t.pos >= t.rawEnd || t.pumped {
+				break
+			}
+		} else if t.live == nil {
+			if t.waiting || t.stopped {
+				break
+			}
+			if err := t.startSendLocked("", refreshBound/2); err != nil {
+				break
+			}
 		}
-		t.mu.Lock()
+		if !t.waitLocked(ctx, nil) {
+			break
+		}
 	}
-	ended := t.ended != ""
+	ended := t.ended != "" && !t.letGo
 	t.mu.Unlock()
 	if ended {
 		t.finish()
