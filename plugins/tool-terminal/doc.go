@@ -67,7 +67,12 @@
 // result to the send and nowhere else, and the terminal does not echo it.
 // A declined or dismissed request interrupts the program (SIGINT) and says
 // so. Without elicitation the read returns at once and says what the person
-// can do instead (an ssh agent, a sudo rule, a credential helper).
+// can do instead (an ssh agent, a sudo rule, a credential helper). From
+// MCP protocol 2026-07-28 a server may not ask during a call: the read
+// returns host.InputRequired, the question goes with the call's result,
+// the program goes on waiting, and the client's retry of the call (the
+// same arguments, with the answer) types the answer and reads on; a
+// terminal_open retried so goes on with the terminal it opened.
 //
 // # Limits and fencing
 //
@@ -93,10 +98,19 @@
 //   - terminal_send returns at once: what the keys caused is a
 //     terminal_read away, which waits for the right event. A send that is
 //     still settling delays the next one, by at most a second.
-//   - The emulator does not answer a program's queries of its terminal
-//     (cursor position, device attributes): an answer typed late would land
-//     in the program's input as keys. vim, less, top, htop, readline and ssh
-//     do without.
+//   - Reads render only once the screen has every byte the terminal wrote
+//     before the event that ends them (SendResult.RawEnd), so a screen is
+//     never shown a step behind the proof.
+//   - The emulator's answers to a program's queries of its terminal (the
+//     cursor position, device attributes) are typed into the terminal when
+//     the program is proven, or inferred, to wait: vim asks for the cursor
+//     position on its way out and waits a moment for the answer, and an
+//     answer typed at any other time would land in whatever reads next.
+//   - A read proves a wait again 200 ms after a lone Escape: programs hold
+//     the key for their escape timeout before acting on it, and /proc shows
+//     them waiting meanwhile.
+//   - A program that draws on the main screen by cursor address (top) is
+//     shown as a screen until it writes plain lines again.
 //   - The tool definitions are short (under 1,500 characters for the six),
 //     since every request of the agent carries them.
 package terminaltool
