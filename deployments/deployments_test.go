@@ -286,3 +286,39 @@ func TestDockerImageScriptAndDockerHost(t *testing.T) {
 		t.Errorf("bash in a container of the built image: %q (error %v)", res.Text, res.IsError)
 	}
 }
+
+// TestInteractiveLoads loads deployments/interactive.yaml: bash and the
+// six terminal tools, and a bash command waiting for input is handed over
+// as a terminal.
+func TestInteractiveLoads(t *testing.T) {
+	d, err := host.ReadDeployment("interactive.yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.Load(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := h.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	var names []string
+	for _, tool := range h.Tools().List() {
+		names = append(names, tool.Name)
+	}
+	want := "bash terminal_close terminal_list terminal_open terminal_read terminal_send terminal_signal"
+	if got := strings.Join(names, " "); got != want {
+		t.Fatalf("tools: %s, want %s", got, want)
+	}
+	owner, err := h.NewOwner("interactive", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(context.Background())
+	res := h.Tools().Call(context.Background(), owner, "bash", json.RawMessage(`{"command":"read -p 'Name: ' n"}`))
+	if res.IsError || !strings.Contains(res.Text, "handed over as terminal pty-") {
+		t.Fatalf("bash result: %+v", res)
+	}
+}

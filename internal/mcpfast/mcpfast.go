@@ -47,6 +47,10 @@ type Params struct {
 type meta struct {
 	ProgressToken   any `json:"progressToken"`
 	ProtocolVersion any `json:"io.modelcontextprotocol/protocolVersion"`
+	// ClientCapabilities are kept for the call: whether the client can be
+	// asked (elicitation) is in them (mcp.CallToolRequest's
+	// ClientCapabilities reads them from here).
+	ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
 }
 
 // Decode decodes a tools/call's params into what the front's handler
@@ -71,6 +75,13 @@ func Decode(params json.RawMessage) (p *Params, raw *mcp.CallToolParamsRaw, perR
 		raw.Meta = mcp.Meta{"progressToken": m.ProgressToken}
 	}
 	v, isString := m.ProtocolVersion.(string)
+	if len(m.ClientCapabilities) > 0 && isString {
+		if raw.Meta == nil {
+			raw.Meta = mcp.Meta{}
+		}
+		raw.Meta[mcp.MetaKeyClientCapabilities] = m.ClientCapabilities
+		raw.Meta[mcp.MetaKeyProtocolVersion] = v
+	}
 	return p, raw, isString && v >= PerRequestProtocol, true
 }
 
@@ -85,6 +96,10 @@ type Encoder struct {
 	// complete is an empty result of type "complete"; nil if this SDK
 	// does not produce one that way, and then per-request calls go to it.
 	complete *mcp.CallToolResult
+	// inputRequired is an empty result of type "input_required": the
+	// answer to a call whose tool asks the client a question
+	// (multi-round-trip requests).
+	inputRequired *mcp.CallToolResult
 }
 
 // NewEncoder returns the encoder of a server that reports impl.
@@ -98,12 +113,18 @@ func NewEncoder(impl *mcp.Implementation) *Encoder {
 			e.complete = &complete
 		}
 	}
+	var input mcp.CallToolResult
+	if json.Unmarshal([]byte(`{"content":[],"resultType":"input_required"}`), &input) == nil {
+		if data, err := marshalResult(&input); err == nil && bytes.Contains(data, []byte(`"resultType":"input_required"`)) {
+			e.inputRequired = &input
+		}
+	}
 	return e
 }
 
 // PerRequest reports whether the encoder can answer a call of the
 // per-request protocol; where it cannot, such calls go to the SDK.
-func (e *Encoder) PerRequest() bool { return e.complete != nil }
+func (e *Encoder) PerRequest() bool { return e.complete != nil && e.inputRequired != nil }
 
 // Answer appends to dst the line (with its newline) that answers call id
 // with res, or with err, as the SDK would write it.
@@ -165,7 +186,14 @@ func (e *Encoder) appendText(dst []byte, id jsonrpc.ID, perRequest bool, text st
 func (e *Encoder) encode(id jsonrpc.ID, perRequest bool, res *mcp.CallToolResult, err error) ([]byte, error) {
 	resp := &jsonrpc.Response{ID: id, Error: err}
 	if err == nil {
-		if perRequest {
+		switch {
+		case perRequest && res.InputRequests != nil:
+			// Questions for the client, as the SDK types them.
+			r := *e.inputRequired
+			r.Content, r.InputRequests, r.RequestState = res.Content, res.InputRequests, res.RequestState
+			r.Meta = mcp.Meta{mcp.MetaKeyServerInfo: e.serverInfo}
+			res = &r
+		case perRequest:
 			r := *e.complete
 			r.Content, r.IsError, r.StructuredContent = res.Content, res.IsError, res.StructuredContent
 			r.Meta = mcp.Meta{mcp.MetaKeyServerInfo: e.serverInfo}

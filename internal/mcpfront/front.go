@@ -180,6 +180,7 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 	}
 	ctx, done := f.callContext(ctx, owner, req.Extra)
 	defer done()
+	ctx, later := withAsker(ctx, req)
 	if token := req.Params.GetProgressToken(); token != nil {
 		defer f.reportProgress(ctx, req.Session, token)()
 	}
@@ -214,6 +215,10 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 		// The session is going away under the call: the client learns it
 		// from an error, never from a result that looks like a run.
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: ErrSessionEnded.Error()}
+	}
+	var ask *host.InputRequired
+	if later && errors.As(res.Err, &ask) {
+		return inputRequired(ask), nil
 	}
 	if res.IsError {
 		f.logger.Debug("tool call failed", "tool", name, "owner", owner.ID(), "error", res.Text)

@@ -10,6 +10,7 @@ import (
 	_ "github.com/dshdev/dsh/plugins/invariant"            // service "invariants"
 	_ "github.com/dshdev/dsh/plugins/terminal-bash/plugin" // backend type "shell"
 	_ "github.com/dshdev/dsh/plugins/tool-bash-persistent" // tool "bash"
+	_ "github.com/dshdev/dsh/plugins/tool-terminal"        // tools "terminal_*"
 )
 
 // The terminals service (plugin "terminal"), and entries whose name is a

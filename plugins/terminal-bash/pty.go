@@ -41,6 +41,10 @@ type ptyPair struct {
 	// slaveRdev is the slave's device number, which /proc reports as the
 	// terminal a process reads from.
 	slaveRdev uint64
+	// lineSet is the settings lineMode last left, guarded by the
+	// session's lock: settings still equal to them are dsh's, and say
+	// nothing of what a program wants (inputMode).
+	lineSet unix.Termios
 }
 
 // openTerminal allocates a PTY of the given size. Its master is in
@@ -122,6 +126,7 @@ func (t *ptyPair) lineMode() error {
 			want.Cc[i] = def
 		}
 	}
+	t.lineSet = want
 	if want == *tio {
 		return nil
 	}
@@ -133,6 +138,32 @@ func (t *ptyPair) lineMode() error {
 		return fmt.Errorf("set %s settings: %w", t.slavePath, err)
 	}
 	return nil
+}
+
+// inputMode says how the terminal hands input to a program proven to read
+// it, from its settings now: a key at a time (raw), a line echoed (line),
+// or a line not echoed (secret: what sudo, ssh, read -s and passwd set).
+// Settings that are still the ones lineMode left are dsh's own, with echo
+// off for its plumbing, and say nothing of the program: unknown. (A program
+// that turns echo off exactly as lineMode does, as ssh's passphrase prompt
+// does in a shell that never turned echo on, is unknown too; bash's read -s
+// also clears ECHOK, and getpass ISIG, which tells them apart.) The caller
+// holds the session's lock.
+func (t *ptyPair) inputMode() termapi.InputMode {
+	var tio *unix.Termios
+	var ioErr error
+	if err := t.slaveRaw.Control(func(fd uintptr) { tio, ioErr = unix.IoctlGetTermios(int(fd), unix.TCGETS) }); err != nil || ioErr != nil {
+		return termapi.InputUnknown
+	}
+	switch {
+	case tio.Lflag&unix.ICANON == 0:
+		return termapi.InputRaw
+	case tio.Lflag&unix.ECHO != 0:
+		return termapi.InputLine
+	case *tio == t.lineSet:
+		return termapi.InputUnknown
+	}
+	return termapi.InputSecret
 }
 
 // lineChars are the special characters canonical input acts on, with their

@@ -401,6 +401,7 @@ func (s *session) verdictLocked(sn *send, v verdict, gen uint64, now time.Time) 
 		s.atPromptLocked(sn)
 		return
 	case v == sawWaiting && !sn.startup:
+		sn.input = s.term.inputMode()
 		s.settleLocked(sn, termapi.WaitStdinRead)
 		return
 	case v == sawNoPlumbing && sn.startup && !s.initTyped:
@@ -545,7 +546,7 @@ func (s *session) settleLocked(sn *send, reason termapi.WaitReason) {
 		return
 	}
 	vp, truncated := sn.Viewport(s.Scr.Render.Partial(), s.cfg.maxRead)
-	res := termapi.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt}
+	res := termapi.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt, Input: sn.input, RawEnd: s.Scr.Raw.Pos()}
 	res.Exec = s.execResultLocked(sn)
 	sn.Settle(res)
 	if s.Live == sn {

@@ -31,6 +31,9 @@ type send struct {
 	backendkit.Send
 	// atPrompt: settling because the shell is back at its prompt.
 	atPrompt bool
+	// input: how the terminal takes input, when settling because a
+	// program is proven to read it.
+	input termapi.InputMode
 
 	// The send holds the session's slot until it has settled and neither
 	// its writes nor its interrupt are still in progress.

@@ -284,6 +284,8 @@ var signals = map[termapi.Signal]unix.Signal{
 	termapi.SIGKILL: unix.SIGKILL,
 	termapi.SIGTSTP: unix.SIGTSTP,
 	termapi.SIGHUP:  unix.SIGHUP,
+	termapi.SIGQUIT: unix.SIGQUIT,
+	termapi.SIGCONT: unix.SIGCONT,
 }
 
 // Signal delivers sig to the terminal's foreground process group.

@@ -24,6 +24,9 @@ func TestConformance(t *testing.T) {
 	}, terminaltest.Options{
 		EchoCommand:     func(text string) string { return "printf '%s\\n' " + strconv.Quote(text) },
 		ReadCommand:     "read line",
+		AnswerCommand:   func(prefix string) string { return `read -r line; printf '%s\n' "` + prefix + `$line"` },
+		LineCommand:     "stty sane 2>/dev/null; read line",
+		SecretCommand:   "stty sane 2>/dev/null; read -s line",
 		ProvesStdinWait: false,
 		ExitCommand:     "exit 3",
 		StatusCommand:   func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },

@@ -43,6 +43,17 @@
 // in the same slot, and fails with an error wrapping errors.ErrUnsupported
 // for a session that cannot.
 //
+// # Interactive programs
+//
+// The tools on this service share what they need to know about programs
+// that wait for input (interactive.go): AsksForSecret tells a program
+// asking for a secret (a line read without echo, or, where the backend
+// cannot see the terminal's settings, a prompt for a password), which the
+// tools answer through the person at the client and never through the
+// model; Handoff and Adopter let the bash tool hand a waiting command to
+// the interactive terminal tools (plugin tool-terminal) in the same
+// session.
+//
 // # Policy
 //
 // SetPolicy sets what an owner's spawns ask for: a sandbox mode, resource

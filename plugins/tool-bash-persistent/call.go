@@ -92,8 +92,12 @@ func (p *plugin) call(ctx context.Context, owner *host.Owner, args Args) (string
 	if err := st.awaitClosed(ctx); err != nil {
 		return "", fmt.Errorf("bash call cancelled before it ran: %w", err)
 	}
+	if err := st.awaitHandedOver(ctx); err != nil {
+		return "", err
+	}
+	parked, resumed := st.takeParked(ctx)
 
-	r := &run{p: p, st: st, parent: ctx}
+	r := &run{p: p, st: st, parent: ctx, abandonParked: parked != nil && !resumed}
 	// The owner's shell starts first, under a bound of its own: when many
 	// agents start at once, the machine queues shell starts, and that wait
 	// is not the command's (timeoutMs bounds the command).
@@ -120,6 +124,9 @@ func (p *plugin) call(ctx context.Context, owner *host.Owner, args Args) (string
 	dctx, cancelDeadline := context.WithTimeoutCause(ctx, timeout, errTimedOut)
 	defer cancelDeadline()
 	r.ctx = dctx
+	if resumed {
+		return r.resumeParked(parked)
+	}
 	return r.execute(args.Command)
 }
 
@@ -146,6 +153,11 @@ type run struct {
 	// it, so the next send delivers it again, complete. It is kept until
 	// then, or until the call ends.
 	pending string
+	// abandonParked: the owner's previous command waits for a secret
+	// whose answer never came; it is interrupted first.
+	abandonParked bool
+	// rawEnd is where the raw output of the last settle ends.
+	rawEnd int64
 	// exit is the command's status once it completed; -1 otherwise.
 	exit    int
 	notices string
@@ -169,14 +181,24 @@ func (r *run) execute(command string) (string, error) {
 		}
 		return "", err
 	}
-	open := func() (io.WriteCloser, string, error) {
-		return r.st.openOutput(&r.p.saved, r.p.cfg.OutputDir, r.p.cfg.MaxSavedBytes)
-	}
-	r.out = newSink(r.p.cfg.MaxOutputChars, open)
-	defer r.out.close()
-	r.bg = newSink(max(r.p.cfg.MaxOutputChars/4, 1), open)
-	defer r.bg.close()
+	r.openSinks()
+	defer r.closeSinks()
 	r.exit, r.notices, r.pending = -1, "", ""
+	if r.abandonParked {
+		// The previous command waits for a secret the client never sent:
+		// interrupt it before this command runs.
+		r.abandonParked = false
+		if o, _, _, err := r.signalUntilPrompt(interruptSignals, func(termapi.Signal) time.Duration { return interruptStep }); err != nil || o != backAtPrompt {
+			r.reset(reasonStuck)
+			r.prefix = append(r.prefix, secretAbandoned, resetNotice)
+			r.closeSinks()
+			return r.execute(command)
+		}
+		r.closeSinks()
+		r.openSinks()
+		r.exit, r.notices, r.pending = -1, "", ""
+		r.prefix = append(r.prefix, secretAbandoned)
+	}
 
 	// Sends run under the call's context without its deadline: a send that
 	// outlives it is not cancelled (a SIGINT), because what happens to the
@@ -192,6 +214,26 @@ func (r *run) execute(command string) (string, error) {
 		return r.sendFailed(err)
 	}
 	r.live = send
+	return r.follow(command, send)
+}
+
+// openSinks makes the sinks of the command's output and of the background
+// output before it; closeSinks closes them.
+func (r *run) openSinks() {
+	open := func() (io.WriteCloser, string, error) {
+		return r.st.openOutput(&r.p.saved, r.p.cfg.OutputDir, r.p.cfg.MaxSavedBytes)
+	}
+	r.out = newSink(r.p.cfg.MaxOutputChars, open)
+	r.bg = newSink(max(r.p.cfg.MaxOutputChars/4, 1), open)
+}
+
+func (r *run) closeSinks() {
+	r.out.close()
+	r.bg.close()
+}
+
+// follow follows the command's sends, from send on, until the call ends.
+func (r *run) follow(command string, send termapi.Send) (string, error) {
 	for {
 		res, err := r.drain(send)
 		switch {
@@ -211,6 +253,18 @@ func (r *run) execute(command string) (string, error) {
 			// Back at the prompt without the command's end: its line was
 			// abandoned (something interrupted it, or it replaced the shell).
 			return r.respond(), nil
+		case res.Reason == termapi.WaitStdinRead && terminal.AsksForSecret(res, r.pending):
+			next, out, err := r.answerSecret(command)
+			if next == nil {
+				return out, err
+			}
+			send = next
+			continue
+		case res.Reason == termapi.WaitStdinRead && r.p.cfg.OnInput == OnInputHandoff:
+			if out, ok := r.handoff(command); ok {
+				return out, nil
+			}
+			return r.interrupt()
 		case res.Reason == termapi.WaitStdinRead:
 			return r.interrupt()
 		}
@@ -354,6 +408,7 @@ func (r *run) drain(send termapi.Send) (termapi.SendResult, error) {
 	// Output has returned every complete line; only the line still being
 	// written is new in the viewport.
 	r.pending = res.Viewport[strings.LastIndexByte(res.Viewport, '\n')+1:]
+	r.rawEnd = res.RawEnd
 	if x := res.Exec; x != nil {
 		if x.Background != "" {
 			r.bg.write(x.Background)
@@ -376,7 +431,10 @@ func (r *run) drain(send termapi.Send) (termapi.SendResult, error) {
 // foreground group until the shell is back (escalating), and report the
 // output so far with a notice. The next command is never typed into the
 // waiting program.
-func (r *run) interrupt() (string, error) {
+func (r *run) interrupt() (string, error) { return r.interruptWith(interactiveNotice) }
+
+// interruptWith is interrupt, with notice as the line that says why.
+func (r *run) interruptWith(notice string) (string, error) {
 	r.p.stats.stdinInterrupts.Add(1)
 	host.Note(r.parent, "ended", "waited for input, interrupted")
 	o, _, res, err := r.signalUntilPrompt(interruptSignals, func(termapi.Signal) time.Duration { return interruptStep })
@@ -386,7 +444,7 @@ func (r *run) interrupt() (string, error) {
 	case err != nil:
 		return r.sendFailed(err)
 	case o == shellGone:
-		r.prefix = append(r.prefix, interactiveNotice)
+		r.prefix = append(r.prefix, notice)
 		return r.shellExited(res.Status), nil
 	case o == backAtPrompt:
 		// The status of an interrupted command is noise, and so is the
@@ -394,11 +452,11 @@ func (r *run) interrupt() (string, error) {
 		r.exit = -1
 		r.flushPending()
 		r.out.trimTrailingNewlines()
-		return r.result(r.renderOutput(), interactiveNotice), nil
+		return r.result(r.renderOutput(), notice), nil
 	}
 	out := r.renderOutput()
 	r.reset(reasonStuck)
-	return r.result(out, interactiveNotice, resetNotice), nil
+	return r.result(out, notice, resetNotice), nil
 }
 
 // respond renders a call whose command ended: its output, its job

@@ -60,6 +60,13 @@ type Config struct {
 	// Instructions are shown to the model as the server's instructions
 	// (MCP initialize); empty sends none for this tool.
 	Instructions string `json:"instructions"`
+	// OnInput is what a call does with a command proven to wait for input
+	// that is not asking for a secret: "interrupt" signals it (SIGINT, then
+	// SIGTERM, then SIGKILL) and keeps the shell; "handoff" hands the
+	// running program over as an interactive terminal (the tool-terminal
+	// plugin must be loaded), and the model goes on with terminal_send and
+	// terminal_read. The shell's state is kept either way.
+	OnInput string `json:"onInput" jsonschema:"enum=interrupt,enum=handoff"`
 	// OutputDir is where each owner's directory of full outputs is created;
 	// empty means dsh's private directory ($XDG_RUNTIME_DIR/dsh, else
 	// ~/.cache/dsh). Owners' directories are removed when the owner
@@ -85,6 +92,7 @@ func DefaultConfig() *Config {
 		BackendType:    "shell",
 		TimeoutMs:      300000,
 		TimeoutAction:  TimeoutReset,
+		OnInput:        OnInputInterrupt,
 		MaxOutputChars: 16000,
 		Description:    DefaultDescription,
 		Instructions:   DefaultInstructions,
@@ -98,6 +106,12 @@ func DefaultConfig() *Config {
 // minSavedBytes keeps a saved output's head and tail useful.
 const minSavedBytes = 2 << 10
 
+// The values of OnInput.
+const (
+	OnInputInterrupt = "interrupt"
+	OnInputHandoff   = "handoff"
+)
+
 // maxTimeoutMs keeps a timeout representable as a time.Duration and sane.
 const maxTimeoutMs = 1 << 31
 
@@ -110,6 +124,8 @@ func (c *Config) Validate() error {
 		return config.FieldErrorf("timeoutMs", "tool-bash-persistent: timeoutMs must be a positive safe integer")
 	case c.TimeoutAction != TimeoutReset && c.TimeoutAction != TimeoutInterrupt && c.TimeoutAction != TimeoutBackground:
 		return config.FieldErrorf("timeoutAction", "tool-bash-persistent: timeoutAction must be one of reset, interrupt, background; got %q", c.TimeoutAction)
+	case c.OnInput != OnInputInterrupt && c.OnInput != OnInputHandoff:
+		return config.FieldErrorf("onInput", "tool-bash-persistent: onInput must be one of interrupt, handoff; got %q", c.OnInput)
 	case c.MaxOutputChars <= 0:
 		return config.FieldErrorf("maxOutputChars", "tool-bash-persistent: maxOutputChars must be a positive safe integer")
 	case c.MaxSavedBytes < minSavedBytes:

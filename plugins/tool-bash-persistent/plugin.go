@@ -62,6 +62,9 @@ type plugin struct {
 	inflight sync.WaitGroup
 	stats    counters
 	saved    savedAccount // the bytes of every owner's saved outputs
+	// instances lists the host's plugin instances: where the terminal
+	// tools that take handed-over commands are found.
+	instances func() []host.Instance
 }
 
 // ownerState is what the tool keeps per owner. Fields after queue are used
@@ -79,6 +82,12 @@ type ownerState struct {
 	// closing is closed once the shell a timeout reset in the background
 	// is gone; nil when there is none.
 	closing chan struct{}
+	// handedOver is the command handed over as a terminal, while the
+	// shell runs it; nil otherwise.
+	handedOver terminal.Adopted
+	// parked is the command waiting for a secret whose question went to
+	// the client with a call's result; nil otherwise.
+	parked  *parked
 	outDir  string   // created on first use, for full outputs
 	outRoot *os.Root // outDir, held open: files are made in it, not by name
 	outSeq  int
@@ -116,6 +125,7 @@ func apply(pctx *host.Context, cfg *Config) (any, error) {
 		owners:   make(map[*host.Owner]*ownerState),
 		saved:    savedAccount{limit: cfg.MaxSavedBytesTotal, ownerLimit: cfg.MaxSavedBytesPerOwner},
 	}
+	p.instances = pctx.Instances
 	tool, err := host.NewTool(ToolName, cfg.Description, p.call)
 	if err != nil {
 		return p, err

@@ -212,7 +212,6 @@ func TestInteractiveProgramsAreInterrupted(t *testing.T) {
 		{"cat", "echo start; cat", []string{"start"}},
 		{"python repl", "python3 -i -q", []string{">>> "}},
 		{"pager", "less long.txt", nil},
-		{"password prompt on /dev/tty", `python3 -c 'import getpass; getpass.getpass("Password: ")'`, []string{"Password: "}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -232,6 +231,22 @@ func TestInteractiveProgramsAreInterrupted(t *testing.T) {
 			// program.
 			hs.expect(t, o, "echo next", "next")
 		})
+	}
+}
+
+// A password prompt is a program asking for a secret: a caller that cannot
+// ask the person (no MCP elicitation here) interrupts it and says so, and
+// what the person can do.
+func TestSecretPromptWithoutAskerIsInterrupted(t *testing.T) {
+	hs := newHarness(t, "", "")
+	o := hs.owner(t, "agent")
+	got := hs.run(t, o, `python3 -c 'import getpass; getpass.getpass("Password: ")'; echo NOT-RUN`)
+	want := `[The command asked for a secret ("Password:"), which dsh never passes through the model, and this client cannot ask the user for it (MCP elicitation), so it was interrupted.`
+	if !strings.Contains(got, "Password: ") || !strings.Contains(got, want) || strings.Contains(got, "NOT-RUN") {
+		t.Fatalf("result %q, want the prompt and %q", got, want)
+	}
+	if out := hs.run(t, o, "echo alive"); out != "alive" {
+		t.Fatalf("the shell after the interrupt: %q", out)
 	}
 }
 

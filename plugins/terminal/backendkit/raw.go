@@ -61,6 +61,14 @@ func (r *Raw) Write(p []byte) {
 	r.signal()
 }
 
+// Pos is the position after the newest byte: where the output written so
+// far ends.
+func (r *Raw) Pos() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.end
+}
+
 // End marks the end of the output: readers that have everything get
 // io.EOF.
 func (r *Raw) End() {

@@ -23,6 +23,8 @@ func resultToPB(r termapi.SendResult) *backendpb.Result {
 		Status:    statusToPB(r.Status),
 		Truncated: r.Truncated,
 		Prompt:    r.Prompt,
+		Input:     string(r.Input),
+		RawEnd:    r.RawEnd,
 	}
 	if e := r.Exec; e != nil {
 		out.Exec = &backendpb.ExecResult{
@@ -44,6 +46,8 @@ func resultFromPB(r *backendpb.Result) termapi.SendResult {
 		Status:    statusFromPB(r.GetStatus()),
 		Truncated: r.GetTruncated(),
 		Prompt:    r.GetPrompt(),
+		Input:     termapi.InputMode(r.GetInput()),
+		RawEnd:    r.GetRawEnd(),
 	}
 	if e := r.GetExec(); e != nil {
 		out.Exec = &termapi.ExecResult{

@@ -109,8 +109,8 @@
 //
 // # Interrupts and signals
 //
-// There is no process group to signal from here. SIGINT is the ^C byte and
-// SIGTSTP the ^Z byte, typed into the PTY: the far line discipline
+// There is no process group to signal from here. SIGINT is the ^C byte,
+// SIGTSTP the ^Z byte and SIGQUIT the ^\ byte, typed into the PTY: the far line discipline
 // signals the foreground process group and discards unread input, as a
 // keyboard would. Text of the send not written yet is abandoned first. An
 // interrupt for a command whose line is typed but not yet taken waits for
@@ -120,7 +120,7 @@
 // on waiting for the job. So a character typed for a command that began
 // less than a second ago and has printed nothing is typed again, from
 // 250 ms on at doubling intervals for two seconds, until the command is
-// over or prints something. SIGTERM and SIGHUP have
+// over or prints something. SIGTERM, SIGHUP and SIGCONT have
 // no terminal character and fail with ErrUnsupportedSignal; SIGKILL always
 // fails with ErrRefuseKillShell, since whether the shell itself is in the
 // foreground cannot be told. While the shell is idle at its prompt a

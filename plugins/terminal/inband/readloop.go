@@ -231,7 +231,7 @@ func (s *Session) settleLocked(sn *send, reason termapi.WaitReason) {
 		partial = c.partial
 	}
 	vp, truncated := sn.Viewport(partial, MaxReadBytes)
-	res := termapi.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt}
+	res := termapi.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt, RawEnd: s.Scr.Raw.Pos()}
 	res.Exec = s.execResultLocked(sn)
 	if sn.atPrompt {
 		s.answeredLocked(sn)

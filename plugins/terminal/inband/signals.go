@@ -11,19 +11,22 @@ import (
 // foreground process group, as a keyboard does (the PTY is requested with
 // ISIG and these defaults).
 const (
-	ctrlC = 0x03 // VINTR: SIGINT
-	ctrlZ = 0x1a // VSUSP: SIGTSTP
+	ctrlC         = 0x03 // VINTR: SIGINT
+	ctrlZ         = 0x1a // VSUSP: SIGTSTP
+	ctrlBackslash = 0x1c // VQUIT: SIGQUIT
 )
 
 // signalChars maps the signals a terminal character can deliver.
 var signalChars = map[termapi.Signal]byte{
 	termapi.SIGINT:  ctrlC,
 	termapi.SIGTSTP: ctrlZ,
+	termapi.SIGQUIT: ctrlBackslash,
 }
 
-// Signal delivers SIGINT or SIGTSTP to the remote terminal's foreground
-// group by typing its character. Nothing over the link reaches that group
-// otherwise: SIGTERM and SIGHUP have no character and are unsupported, and
+// Signal delivers SIGINT, SIGTSTP or SIGQUIT to the remote terminal's
+// foreground group by typing its character. Nothing over the link reaches
+// that group otherwise: SIGTERM, SIGHUP and SIGCONT have no character and
+// are unsupported, and
 // SIGKILL is always refused, since whether the shell itself is in the
 // foreground cannot be told from here (Close ends the session instead).
 // While the shell is idle at its prompt there is nothing to signal, and
@@ -33,7 +36,7 @@ func (s *Session) Signal(ctx context.Context, sig termapi.Signal) (termapi.Signa
 	switch {
 	case sig == termapi.SIGKILL:
 		return termapi.SignalResult{}, s.Errorf("%w (the far end does not say whether the shell itself is in the foreground)", termapi.ErrRefuseKillShell)
-	case !ok && (sig == termapi.SIGTERM || sig == termapi.SIGHUP):
+	case !ok && (sig == termapi.SIGTERM || sig == termapi.SIGHUP || sig == termapi.SIGCONT):
 		return termapi.SignalResult{}, s.Errorf("%w: %s has no terminal character, and the foreground process group cannot be reached otherwise", termapi.ErrUnsupportedSignal, sig)
 	case !ok:
 		return termapi.SignalResult{}, s.Errorf("%w: %q", termapi.ErrUnsupportedSignal, sig)

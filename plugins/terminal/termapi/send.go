@@ -116,7 +116,36 @@ type SendResult struct {
 	// Exec describes the command of the Exec this send belongs to; nil for
 	// sends outside an Exec.
 	Exec *ExecResult
+	// RawEnd is the position of the raw output (Session.Output) when the
+	// send settled: what the terminal wrote before the settle ends there,
+	// so a reader of the raw output knows when it has seen it all. Zero
+	// where the session keeps no raw output.
+	RawEnd int64
+	// Input is how the terminal takes input when the send settled because
+	// a program is proven to wait for it (WaitStdinRead without Prompt), as
+	// far as the backend can see: InputUnknown otherwise, and where it
+	// cannot tell.
+	Input InputMode
 }
+
+// InputMode is how a terminal hands typed input to the program reading it,
+// as its line discipline is set.
+type InputMode string
+
+const (
+	// InputUnknown: the backend cannot tell (it does not see the
+	// terminal's settings, or they are its own and say nothing of the
+	// program's wish).
+	InputUnknown InputMode = ""
+	// InputLine: a line at a time, echoed: a program reading a line.
+	InputLine InputMode = "line"
+	// InputSecret: a line at a time, not echoed: a program asking for a
+	// password or passphrase (sudo, ssh, read -s, passwd).
+	InputSecret InputMode = "secret"
+	// InputRaw: a key at a time: an editor, a pager, a line editor, a
+	// full-screen program.
+	InputRaw InputMode = "raw"
+)
 
 // WaitReason says why a send settled.
 type WaitReason string
@@ -195,6 +224,10 @@ const (
 	SIGKILL Signal = "SIGKILL"
 	SIGTSTP Signal = "SIGTSTP"
 	SIGHUP  Signal = "SIGHUP"
+	// SIGQUIT is what ^\ sends; SIGCONT continues a stopped group. A
+	// backend that cannot deliver one fails with ErrUnsupportedSignal.
+	SIGQUIT Signal = "SIGQUIT"
+	SIGCONT Signal = "SIGCONT"
 )
 
 // SignalResult reports where a signal went.

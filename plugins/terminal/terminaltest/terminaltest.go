@@ -60,6 +60,18 @@ type Options struct {
 	// COLS" on a line of its own, e.g. `stty size` for a shell. Empty skips
 	// the check that the size reached the terminal.
 	SizeCommand string
+	// AnswerCommand returns a command that reads one line from the
+	// terminal and prints it after prefix, on a line of its own, e.g.
+	// `read -r line; printf '%s\n' "PREFIX$line"` for a shell: a program
+	// typed into while it runs, as the interactive terminal tools do. Nil
+	// skips the check.
+	AnswerCommand func(prefix string) string
+	// LineCommand and SecretCommand block reading a line with the
+	// terminal's echo on and off (`stty sane; read line` and `stty sane;
+	// read -s line` for a shell). A backend that says how a waiting program
+	// takes input (SendResult.Input) must say InputLine and InputSecret for
+	// them. Empty skips the check.
+	LineCommand, SecretCommand string
 	// Timeout bounds every single step (a spawn, a send until it settles, a
 	// close). It should exceed the backend's own per-send bound. Zero means
 	// one minute.
@@ -117,6 +129,10 @@ func TestBackend(t *testing.T, newBackend func(t *testing.T) termapi.Backend, op
 		{"Capabilities/Unsupported", "", k.checkUnsupported},
 		{"Policy/Unenforceable", "", k.checkPolicyRefused},
 		{"Raw/Order", "Raw", k.checkRawOrder},
+		{"Raw/SettleEnd", "Raw", k.checkRawSettleEnd},
+		{"Exec/TypedInput", "Executor", k.checkExecTypedInput},
+		{"Exec/InputMode", "Executor", k.checkExecInputMode},
+		{"Signal/QuitCont", "", k.checkSignalQuitCont},
 		{"Resize", "Resize", k.checkResize},
 		{"List", "", k.checkList},
 		{"Attach", "", k.checkAttach},
@@ -959,4 +975,87 @@ func hasLine(out, want string) bool {
 		}
 	}
 	return false
+}
+
+// checkRawSettleEnd: a settled send says where the raw output stood
+// (RawEnd), and what the send printed is before it.
+func (k *kit) checkRawSettleEnd(t *testing.T) {
+	s := k.spawn(t)
+	ctx := k.ctx(t)
+	word := "terminaltest-raw-end"
+	_, res := k.send(t, s, termapi.SendRequest{Text: k.opts.EchoCommand(word), Submit: true, Stream: true}, true)
+	if res.RawEnd <= 0 {
+		t.Fatalf("RawEnd = %d after a send that printed %q, want its position", res.RawEnd, word)
+	}
+	var raw strings.Builder
+	for pos := int64(0); pos < res.RawEnd; {
+		c, err := s.Output(ctx, pos)
+		if err != nil {
+			t.Fatalf("Output(%d): %v", pos, err)
+		}
+		raw.Write(c.Data[:min(int64(len(c.Data)), res.RawEnd-c.Pos)])
+		pos = c.End()
+	}
+	if countLine(strings.ReplaceAll(raw.String(), "\r", ""), word) == 0 {
+		t.Fatalf("the raw output before RawEnd %d lacks %q:\n%q", res.RawEnd, word, raw.String())
+	}
+}
+
+// checkExecTypedInput: text typed while a command runs reaches it, and the
+// command's end and status come after.
+func (k *kit) checkExecTypedInput(t *testing.T) {
+	if k.opts.AnswerCommand == nil {
+		t.Skip("Options.AnswerCommand is nil")
+	}
+	s := k.spawn(t)
+	ctx := k.ctx(t)
+	out, res := Exec(t, ctx, s, k.opts.AnswerCommand("terminaltest-got:"))
+	if res.Exec == nil || res.Exec.State == termapi.ExecCompleted || res.Status.Exited {
+		t.Fatalf("a command waiting for a line settled %s with %+v", res.Reason, res.Exec)
+	}
+	text, res := k.send(t, s, termapi.SendRequest{Text: "terminaltest-typed", Submit: true, Stream: true}, true)
+	out += text
+	for i := 0; res.Exec != nil && res.Exec.State != termapi.ExecCompleted && i < 10; i++ {
+		text, res = k.send(t, s, termapi.SendRequest{Stream: true}, true)
+		out += text
+	}
+	wantCompleted(t, res, 0)
+	if countLine(out+res.Viewport, "terminaltest-got:terminaltest-typed") == 0 {
+		t.Fatalf("the typed line did not reach the command; output:\n%s", out)
+	}
+}
+
+// checkExecInputMode: a backend that tells how a waiting program takes
+// input tells a line read with echo from one without.
+func (k *kit) checkExecInputMode(t *testing.T) {
+	if k.opts.LineCommand == "" || k.opts.SecretCommand == "" || !k.opts.ProvesStdinWait {
+		t.Skip("needs Options.LineCommand, SecretCommand and ProvesStdinWait")
+	}
+	for _, c := range []struct {
+		command string
+		want    termapi.InputMode
+	}{{k.opts.LineCommand, termapi.InputLine}, {k.opts.SecretCommand, termapi.InputSecret}} {
+		s := k.spawn(t)
+		_, res := Exec(t, k.ctx(t), s, c.command)
+		if res.Reason != termapi.WaitStdinRead || res.Prompt {
+			t.Fatalf("%q settled %s (prompt %v), want a proven wait for input", c.command, res.Reason, res.Prompt)
+		}
+		if res.Input != termapi.InputUnknown && res.Input != c.want {
+			t.Fatalf("%q waits with input mode %q, want %q (or unknown)", c.command, res.Input, c.want)
+		}
+		k.closeNow(t, s)
+	}
+}
+
+// checkSignalQuitCont: SIGQUIT and SIGCONT are delivered or refused as
+// unsupported, never anything else, and the terminal goes on.
+func (k *kit) checkSignalQuitCont(t *testing.T) {
+	s := k.spawn(t)
+	for _, sig := range []termapi.Signal{termapi.SIGQUIT, termapi.SIGCONT} {
+		if _, err := s.Signal(k.ctx(t), sig); err != nil && !errors.Is(err, termapi.ErrUnsupportedSignal) && !errors.Is(err, termapi.ErrNoForeground) {
+			t.Fatalf("Signal(%s) = %v, want delivery or %v", sig, err, termapi.ErrUnsupportedSignal)
+		}
+	}
+	k.send(t, s, termapi.SendRequest{Stream: true}, true)
+	k.echo(t, s, "terminaltest-after-quit-cont")
 }

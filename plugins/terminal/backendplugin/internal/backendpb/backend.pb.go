@@ -1788,13 +1788,18 @@ func (x *Output) GetEof() bool {
 }
 
 type Result struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
-	Viewport      []byte                 `protobuf:"bytes,2,opt,name=viewport,proto3" json:"viewport,omitempty"`
-	Status        *SessionStatus         `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
-	Truncated     bool                   `protobuf:"varint,4,opt,name=truncated,proto3" json:"truncated,omitempty"`
-	Prompt        bool                   `protobuf:"varint,5,opt,name=prompt,proto3" json:"prompt,omitempty"`
-	Exec          *ExecResult            `protobuf:"bytes,6,opt,name=exec,proto3" json:"exec,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Reason    string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	Viewport  []byte                 `protobuf:"bytes,2,opt,name=viewport,proto3" json:"viewport,omitempty"`
+	Status    *SessionStatus         `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	Truncated bool                   `protobuf:"varint,4,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	Prompt    bool                   `protobuf:"varint,5,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	Exec      *ExecResult            `protobuf:"bytes,6,opt,name=exec,proto3" json:"exec,omitempty"`
+	// input is termapi.InputMode: how the terminal takes input when a
+	// program is proven to read it; empty when unknown.
+	Input string `protobuf:"bytes,7,opt,name=input,proto3" json:"input,omitempty"`
+	// raw_end is termapi.SendResult.RawEnd.
+	RawEnd        int64 `protobuf:"varint,8,opt,name=raw_end,json=rawEnd,proto3" json:"raw_end,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1869,6 +1874,20 @@ func (x *Result) GetExec() *ExecResult {
 		return x.Exec
 	}
 	return nil
+}
+
+func (x *Result) GetInput() string {
+	if x != nil {
+		return x.Input
+	}
+	return ""
+}
+
+func (x *Result) GetRawEnd() int64 {
+	if x != nil {
+		return x.RawEnd
+	}
+	return 0
 }
 
 type ExecResult struct {
@@ -2143,14 +2162,16 @@ const file_backend_proto_rawDesc = "" +
 	"\aStarted\".\n" +
 	"\x06Output\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\fR\x04text\x12\x10\n" +
-	"\x03eof\x18\x02 \x01(\bR\x03eof\"\xd9\x01\n" +
+	"\x03eof\x18\x02 \x01(\bR\x03eof\"\x88\x02\n" +
 	"\x06Result\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1a\n" +
 	"\bviewport\x18\x02 \x01(\fR\bviewport\x125\n" +
 	"\x06status\x18\x03 \x01(\v2\x1d.dsh.backend.v2.SessionStatusR\x06status\x12\x1c\n" +
 	"\ttruncated\x18\x04 \x01(\bR\ttruncated\x12\x16\n" +
 	"\x06prompt\x18\x05 \x01(\bR\x06prompt\x12.\n" +
-	"\x04exec\x18\x06 \x01(\v2\x1a.dsh.backend.v2.ExecResultR\x04exec\"\xca\x01\n" +
+	"\x04exec\x18\x06 \x01(\v2\x1a.dsh.backend.v2.ExecResultR\x04exec\x12\x14\n" +
+	"\x05input\x18\a \x01(\tR\x05input\x12\x17\n" +
+	"\araw_end\x18\b \x01(\x03R\x06rawEnd\"\xca\x01\n" +
 	"\n" +
 	"ExecResult\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x1b\n" +

@@ -1,0 +1,130 @@
+package mcpfront
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dshdev/dsh/host"
+)
+
+// A tool asks the person at the client through host.Asker (see package
+// host). How depends on the protocol the call speaks:
+//
+//   - up to 2025-11-25 the server may ask while it answers a call: the
+//     elicitor sends elicitation/create and waits for the answer;
+//   - from 2026-07-28 it may not (SEP-2322, multi-round-trip requests):
+//     the asker answers host.InputRequired at once, the call's result
+//     carries the question (inputRequests) and the tool's state
+//     (requestState), and the client asks the person and calls again with
+//     the answer (inputResponses), which the tool finds with
+//     host.ResumptionFrom.
+//
+// A client that did not declare elicitation gets no asker.
+
+// multiRoundTripVersion is the first protocol version whose servers ask
+// through the call's result; the SDK's own constant is unexported.
+const multiRoundTripVersion = "2026-07-28"
+
+// secretField is the form's one field; secretRequest the id of the
+// question in a call's inputRequests.
+const (
+	secretField   = "secret"
+	secretRequest = "secret"
+)
+
+// withAsker puts in ctx what a tool of this call needs to ask the person:
+// an asker when the client can be asked, and the answer when the call is
+// a client's retry with one. later reports that questions go with the
+// call's result.
+func withAsker(ctx context.Context, req *mcp.CallToolRequest) (_ context.Context, later bool) {
+	caps := req.ClientCapabilities()
+	if caps == nil || caps.Elicitation == nil || (caps.Elicitation.Form == nil && caps.Elicitation.URL != nil) {
+		// A client that names neither mode can do forms (the
+		// specification's first version had no modes).
+		return ctx, false
+	}
+	later = req.ProtocolVersion() >= multiRoundTripVersion || req.ProtocolVersion() == ""
+	if p := req.Params; p != nil && (len(p.InputResponses) > 0 || p.RequestState != "") {
+		ctx = host.WithResumption(ctx, host.Resumption{State: p.RequestState, Answer: answerOf(p.InputResponses[secretRequest])})
+	}
+	if later {
+		return host.WithAsker(ctx, asksLater{}), true
+	}
+	return host.WithAsker(ctx, elicitor{req.Session}), false
+}
+
+// answerOf reads the person's answer from an elicitation result.
+func answerOf(resp mcp.InputResponse) host.Answer {
+	res, ok := resp.(*mcp.ElicitResult)
+	if !ok || res == nil {
+		return host.Answer{Action: host.AnswerCancel}
+	}
+	if res.Action != host.AnswerAccept {
+		return host.Answer{Action: res.Action}
+	}
+	secret, ok := res.Content[secretField].(string)
+	if !ok {
+		return host.Answer{Action: host.AnswerCancel}
+	}
+	return host.Answer{Action: host.AnswerAccept, Secret: secret}
+}
+
+// secretForm is the elicitation that asks for one secret string.
+func secretForm(message string) *mcp.ElicitParams {
+	return &mcp.ElicitParams{
+		Mode:    "form",
+		Message: message,
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				secretField: map[string]any{
+					"type":        "string",
+					"title":       "Secret",
+					"description": "Goes to the program only; the model never sees it.",
+				},
+			},
+			"required": []string{secretField},
+		},
+	}
+}
+
+// elicitor asks a session's user through elicitation/create, during the
+// call. The answer is returned to the tool and nowhere else: it is not
+// logged.
+type elicitor struct{ ss *mcp.ServerSession }
+
+func (e elicitor) AskSecret(ctx context.Context, message string) (host.Answer, error) {
+	res, err := e.ss.Elicit(ctx, secretForm(message))
+	if err != nil {
+		return host.Answer{}, fmt.Errorf("mcpfront: elicitation: %w", err)
+	}
+	switch res.Action {
+	case host.AnswerAccept:
+		secret, ok := res.Content[secretField].(string)
+		if !ok {
+			return host.Answer{}, fmt.Errorf("mcpfront: elicitation: the client accepted without a %q string", secretField)
+		}
+		return host.Answer{Action: host.AnswerAccept, Secret: secret}, nil
+	case host.AnswerDecline, host.AnswerCancel:
+		return host.Answer{Action: res.Action}, nil
+	}
+	return host.Answer{}, fmt.Errorf("mcpfront: elicitation: unknown action %q", res.Action)
+}
+
+// asksLater is the asker of a multi-round-trip call: the question goes
+// with the result.
+type asksLater struct{}
+
+func (asksLater) AskSecret(_ context.Context, message string) (host.Answer, error) {
+	return host.Answer{}, &host.InputRequired{Message: message}
+}
+
+// inputRequired is the result of a call whose tool asked a question.
+func inputRequired(ask *host.InputRequired) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{secretRequest: secretForm(ask.Message)},
+		RequestState:  ask.State,
+	}
+}
