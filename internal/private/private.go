@@ -5,10 +5,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrNotPrivate is the error of a directory another user owns or can
@@ -85,16 +88,16 @@ func Check(dir string) error {
 	return nil
 }
 
-// ownerPrefix names the directories of OwnerDir.
+// ownerPrefix names the directories of ownerDir.
 const ownerPrefix = "owner-"
 
-// OwnerDir returns the directory of one owner (agent) in dsh's private
+// ownerDir returns the directory of one owner (agent) in dsh's private
 // directory, creating it 0700: what belongs to that owner and its shells
 // may read (its saved outputs) goes there. A sandboxed shell sees this
 // directory of its owner's and nothing else of dsh's private directory,
 // so the name is a function of the owner's id alone: the backend that
 // starts the shell and the tool that saves the outputs find it apart.
-func OwnerDir(owner string) (string, error) {
+func ownerDir(owner string) (string, error) {
 	dir, err := Dir()
 	if err != nil {
 		return "", err
@@ -126,53 +129,81 @@ func ownerName(owner string) string {
 	return "h" + hex.EncodeToString(sum[:16])
 }
 
-// RemoveOwnerDir removes the owner's directory of OwnerDir if it is
-// empty and nothing in this process holds it (HoldOwnerDir), and creates
-// nothing.
+// RemoveOwnerDir removes the owner's directory if it is empty and no one
+// holds it (HoldOwnerDir, in any process), and creates nothing.
 func RemoveOwnerDir(owner string) {
-	holds.Lock()
-	defer holds.Unlock()
-	if holds.n[owner] > 0 {
+	for _, base := range bases() {
+		removeUnheld(filepath.Join(base, "dsh", ownerPrefix+ownerName(owner)))
+	}
+}
+
+// removeUnheld removes the directory at path if it is empty and no one
+// holds a shared lock on it. The exclusive lock is taken without waiting:
+// a holder means the directory is in use, which is the answer.
+func removeUnheld(path string) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
 		return
 	}
-	for _, base := range bases() {
-		_ = os.Remove(filepath.Join(base, "dsh", ownerPrefix+ownerName(owner)))
+	defer unix.Close(fd)
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return
+	}
+	if same(fd, path) {
+		_ = os.Remove(path) // fails, as it should, if it is not empty
 	}
 }
 
-// holds counts, per owner, the holders of its directory in this process:
-// a sandboxed shell binds it at its start, so a shell of the same owner
-// that closes meanwhile must not remove it, empty as it may be.
-var holds struct {
-	sync.Mutex
-	n map[string]int
-}
-
-// HoldOwnerDir is OwnerDir, held until release is called: RemoveOwnerDir
-// leaves it alone meanwhile. release removes it if it is empty and no one
-// else holds it.
+// HoldOwnerDir returns the owner's directory (ownerDir), held until
+// release is called: RemoveOwnerDir, in this process or another, leaves
+// it alone meanwhile. release removes it if it is empty and no one else
+// holds it.
+//
+// The hold is a shared flock on the directory: the kernel counts holders
+// across processes (two dsh processes may serve owners of the same id)
+// and drops a dead process's hold with its descriptors.
 func HoldOwnerDir(owner string) (path string, release func(), err error) {
-	holds.Lock()
-	if holds.n == nil {
-		holds.n = make(map[string]int)
+	for range 100 {
+		path, err = ownerDir(owner)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed between ownerDir's mkdir and its check
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			continue // removed since ownerDir made it
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("hold %s: %w", path, err)
+		}
+		if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
+			unix.Close(fd)
+			return "", nil, fmt.Errorf("hold %s: %w", path, err)
+		}
+		if !same(fd, path) {
+			// A remover had it locked, and removed it, between our open and
+			// our lock: what we hold is gone from the tree. Start again.
+			unix.Close(fd)
+			continue
+		}
+		var once sync.Once
+		return path, func() {
+			once.Do(func() {
+				unix.Close(fd)
+				RemoveOwnerDir(owner)
+			})
+		}, nil
 	}
-	holds.n[owner]++
-	holds.Unlock()
-	path, err = OwnerDir(owner)
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			holds.Lock()
-			if holds.n[owner]--; holds.n[owner] == 0 {
-				delete(holds.n, owner)
-			}
-			holds.Unlock()
-			RemoveOwnerDir(owner)
-		})
+	return "", nil, fmt.Errorf("hold %s: removed under us 100 times running", path)
+}
+
+// same reports whether the open directory fd is still the one at path.
+func same(fd int, path string) bool {
+	var open, named unix.Stat_t
+	if unix.Fstat(fd, &open) != nil || unix.Lstat(path, &named) != nil {
+		return false
 	}
-	if err != nil {
-		release()
-		return "", nil, err
-	}
-	return path, release, nil
+	return open.Dev == named.Dev && open.Ino == named.Ino
 }

@@ -131,12 +131,12 @@ func TestOwnerDirIsPrivateAndNamedByTheOwner(t *testing.T) {
 		{"../x", "owner-h"},
 		{"", "owner-h"},
 	} {
-		dir, err := OwnerDir(tt.owner)
+		dir, err := ownerDir(tt.owner)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !strings.HasPrefix(filepath.Base(dir), tt.name) || filepath.Dir(dir) != filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "dsh") {
-			t.Errorf("OwnerDir(%q) = %s", tt.owner, dir)
+			t.Errorf("ownerDir(%q) = %s", tt.owner, dir)
 		}
 		if err := Check(dir); err != nil {
 			t.Error(err)
@@ -171,5 +171,65 @@ func TestHeldOwnerDirStays(t *testing.T) {
 	releaseB()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("the last release left the directory: %v", err)
+	}
+}
+
+// Processes share the owner's directory: two dsh processes on one machine
+// may serve owners of the same id (a harness names its agents), and a test
+// binary per package runs at once under go test ./... (TestConformanceSandboxed
+// saw the directory removed under a starting shell by another process).
+// A hold in one process keeps the directory from a release in another.
+func TestHeldOwnerDirStaysAcrossProcesses(t *testing.T) {
+	if os.Getenv("DSH_PRIVATE_HOLDER") != "" {
+		holdAndCheck(t, 2000)
+		return
+	}
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := exec.Command(exe, "-test.run=^TestHeldOwnerDirStaysAcrossProcesses$")
+	other.Env = append(os.Environ(), "DSH_PRIVATE_HOLDER=1")
+	var out strings.Builder
+	other.Stdout, other.Stderr = &out, &out
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- other.Wait() }()
+	// On a failure here, the other process goes before the temporary
+	// directory it works in.
+	reaped := false
+	t.Cleanup(func() {
+		if !reaped {
+			other.Process.Kill()
+			<-waited
+		}
+	})
+	holdAndCheck(t, 2000)
+	err = <-waited
+	reaped = true
+	if err != nil {
+		t.Fatalf("the other process: %v\n%s", err, out.String())
+	}
+}
+
+// holdAndCheck holds and releases the owner's directory n times, and fails
+// if it is ever missing while held.
+func holdAndCheck(t *testing.T, n int) {
+	t.Helper()
+	for i := range n {
+		dir, release, err := HoldOwnerDir("agent")
+		if err != nil {
+			t.Fatalf("hold %d: %v", i, err)
+		}
+		f, err := os.CreateTemp(dir, "held-")
+		if err != nil {
+			t.Fatalf("hold %d: the held directory is not there: %v", i, err)
+		}
+		f.Close()
+		os.Remove(f.Name())
+		release()
 	}
 }

@@ -210,14 +210,21 @@ func (p *plugin) Close(ctx context.Context) error {
 
 // openOutputRoot opens the owner's directory of outputs, creating it in
 // base. An empty base is the owner's directory in dsh's private directory
-// (private.OwnerDir), which a sandboxed shell of the owner still sees, so
+// (private.HoldOwnerDir), which a sandboxed shell of the owner still sees, so
 // the model can read its saved outputs there; without an owner, dsh's
 // private directory itself.
 func (st *ownerState) openOutputRoot(base string) error {
 	if base == "" {
 		dir, err := private.Dir()
 		if st.owner != nil && err == nil {
-			dir, err = private.OwnerDir(st.owner.ID())
+			// Held until the output directory in it is made: a shell of
+			// the owner closing meanwhile, here or in another process,
+			// would remove it while still empty.
+			var release func()
+			dir, release, err = private.HoldOwnerDir(st.owner.ID())
+			if err == nil {
+				defer release()
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("create output directory: %w", err)
