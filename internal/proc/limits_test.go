@@ -212,3 +212,65 @@ func TestLimitHostCheck(t *testing.T) {
 var boxTestSeq atomic.Uint64
 
 func syscallKill(pid int) { _ = unix.Kill(pid, unix.SIGKILL) }
+
+// EndSince ends a fork bomb started after the mark, at its limit, and
+// leaves the earlier job alone.
+func TestEndSinceForkBomb(t *testing.T) {
+	box := cgtest.NewBox(t, 400, 512<<20)
+	box.Enter(t)
+	l := Limits{Pids: 64}
+	h := limitHost(t, l)
+	lv := newLeavesForTest(t, h, l)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "go")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	early := filepath.Join(dir, "early")
+	cmd := exec.Command("bash", "-c", `sleep 1000 & echo $! >`+early+`; read <`+fifo+`; b(){ b & b & wait; }; b 2>/dev/null`)
+	if err := lv.Fork(cmd.Start); err != nil {
+		t.Fatal(err)
+	}
+	shellDone := make(chan error, 1)
+	go func() { shellDone <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-shellDone
+	})
+	var sleepPID int
+	eventually(t, "the early job", func() bool {
+		data, _ := os.ReadFile(early)
+		sleepPID, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		return sleepPID > 0
+	})
+	sleepID, err := IdentityOf(sleepPID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shell, err := IdentityOf(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := Now()
+	if err := os.WriteFile(fifo, []byte("go\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the bomb to reach the limit", func() bool { return lv.Hits().Pids > 0 })
+	n, err := EndSince(t.Context(), shell, mark, lv.Procs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 10 {
+		t.Errorf("ended %d processes, want the bomb's dozens", n)
+	}
+	if !sleepID.Alive() {
+		t.Error("the earlier job was ended too")
+	}
+	pids, _ := lv.Procs()
+	for _, pid := range pids {
+		if pid != shell.PID && pid != sleepPID {
+			st, _ := ReadStat(pid)
+			t.Errorf("left in the leaf: %d %+v", pid, st)
+		}
+	}
+}
