@@ -659,3 +659,13 @@ func sweepStaleV1(parent string) {
 		}
 	}
 }
+
+// NoLimitHost is a host that enforces no limit, each for reason: where
+// cgroups cannot be looked at, and for tests.
+func NoLimitHost(reason string) *LimitHost {
+	h := &LimitHost{v1: map[string]string{}, v2ctl: map[string]bool{}, why: map[string]string{}}
+	for _, c := range limitControllers {
+		h.why[c] = reason
+	}
+	return h
+}
