@@ -16,6 +16,13 @@ type counters struct {
 	stdinInterrupts atomic.Uint64
 	// timeouts counts calls that ran past timeoutMs, whatever the action.
 	timeouts atomic.Uint64
+	// memoryHits and pidsHits count calls during which the shell's
+	// processes ran into their memory limit (the OOM killer ended one) or
+	// their process limit (a fork was refused).
+	memoryHits, pidsHits atomic.Uint64
+	// commandsEnded counts processes a command had left running that a
+	// timeout ended.
+	commandsEnded atomic.Uint64
 }
 
 // The tool's metrics. The descriptions are shared by every instance, so
@@ -27,6 +34,10 @@ var (
 		"Commands the bash tool interrupted because they waited for input.", nil, nil)
 	timeoutsDesc = prometheus.NewDesc("dsh_bash_timeouts_total",
 		"bash calls that ran past timeoutMs.", nil, nil)
+	limitHitsDesc = prometheus.NewDesc("dsh_bash_limit_hits_total",
+		"bash calls during which the shell's processes ran into a limit: memory (the OOM killer ended one) or pids (a fork was refused).", []string{"limit"}, nil)
+	endedDesc = prometheus.NewDesc("dsh_bash_timeout_ended_processes_total",
+		"Processes a timed-out command had left running (background jobs, daemons, forks) that the bash tool ended.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -34,6 +45,8 @@ func (p *plugin) Describe(ch chan<- *prometheus.Desc) {
 	ch <- resetsDesc
 	ch <- stdinInterruptsDesc
 	ch <- timeoutsDesc
+	ch <- limitHitsDesc
+	ch <- endedDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -45,7 +58,10 @@ func (p *plugin) Collect(ch chan<- prometheus.Metric) {
 		{resetsDesc, &p.stats.resets},
 		{stdinInterruptsDesc, &p.stats.stdinInterrupts},
 		{timeoutsDesc, &p.stats.timeouts},
+		{endedDesc, &p.stats.commandsEnded},
 	} {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(c.value.Load()))
 	}
+	ch <- prometheus.MustNewConstMetric(limitHitsDesc, prometheus.CounterValue, float64(p.stats.memoryHits.Load()), "memory")
+	ch <- prometheus.MustNewConstMetric(limitHitsDesc, prometheus.CounterValue, float64(p.stats.pidsHits.Load()), "pids")
 }

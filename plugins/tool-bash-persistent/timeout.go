@@ -33,6 +33,7 @@ const (
 	interruptedLine  = "[The command was interrupted with %s when it timed out. The shell and its state are kept: current directory, variables, functions, background jobs.]"
 	backgroundedLine = "[The command was moved to the background as job %%%[1]d when it timed out, and keeps running. The shell and its state are kept. Its output appears in later results; `wait %%%[1]d` waits for it and gives its status, `kill %%%[1]d` stops it.]"
 	endedLine        = "[The command ended as it timed out. The shell and its state are kept.]"
+	leftRunningLine  = "[The command had left %d processes running (background jobs and what they started); they were ended too. Jobs from earlier commands are kept.]"
 )
 
 // How long a timeout may take beyond timeoutMs when the shell is kept.
@@ -118,13 +119,67 @@ func (r *run) onTimeout() (string, error) {
 			return r.timeoutReset(header, ""), nil
 		}
 		r.releaseHeld(func(lines []string) []string { return dropReport(lines, signalReports[sig]) })
+		// What the command started beside its foreground job (background
+		// jobs, daemons, a fork bomb) ends with it; a shell where that
+		// fails is reset, which ends everything.
+		ended, err := r.endCommand()
+		if err != nil {
+			r.p.logger.Warn("ending what a timed-out command started failed; resetting its shell", "owner", r.owner().ID(), "err", err)
+			return r.timeoutReset(header, ""), nil
+		}
 		r.exit = -1
 		r.flushPending()
 		r.out.trimTrailingNewlines()
 		line = fmt.Sprintf(interruptedLine, sig)
+		if ended > 0 {
+			line += "\n" + fmt.Sprintf(leftRunningLine, ended)
+		}
 	}
 	return r.result(header + "\n" + r.renderOutput() + "\n" + line), nil
 }
+
+// endCommand ends what the timed-out command left running, on a backend
+// that can tell (termapi.Capabilities.EndCommand); elsewhere it does
+// nothing.
+func (r *run) endCommand() (int, error) {
+	n, err := r.terms().EndCommand(r.ctx, r.owner(), r.st.shellID)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	r.p.stats.commandsEnded.Add(uint64(n))
+	if n == 0 {
+		return 0, nil
+	}
+	// The shell reports the jobs it lost ("[1]+  Killed  make") at its
+	// next prompt: take those reports now, which the result's line says
+	// better, rather than leave them to the next call.
+	before := r.notices
+	if _, err := r.quietExec(`\builtin :`); err != nil {
+		return n, err
+	}
+	r.notices = before + dropKilled(r.notices[len(before):])
+	return n, nil
+}
+
+// dropKilled removes the notices of jobs killed by SIGKILL.
+func dropKilled(notices string) string {
+	var kept []string
+	for line := range strings.SplitSeq(notices, "\n") {
+		if line != "" && !killedNotice.MatchString(line) {
+			kept = append(kept, line)
+		}
+	}
+	if len(kept) == 0 {
+		return ""
+	}
+	return strings.Join(kept, "\n") + "\n"
+}
+
+// killedNotice is bash's notice of a job killed by SIGKILL.
+var killedNotice = regexp.MustCompile(`^\[\d+\][+-]? +Killed +`)
 
 // stepAfter is how long the shell gets to come back after sig.
 func stepAfter(sig termapi.Signal) time.Duration {
