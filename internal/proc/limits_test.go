@@ -256,7 +256,7 @@ func TestEndSinceForkBomb(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the bomb to reach the limit", func() bool { return lv.Hits().Pids > 0 })
-	n, err := EndSince(t.Context(), shell, mark, lv.Procs)
+	n, err := EndSince(t.Context(), shell, mark, 0, lv.Procs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,14 +65,15 @@ func (b Birth) bornAfter(st Stat) bool {
 }
 
 // EndSince ends, with SIGKILL, every process of a shell that was born
-// after since, except the shell itself and what descends from a process
-// born before (an earlier job and its children keep running). candidates
+// after since, except the shell itself, what descends from a process born
+// before (an earlier job and its children keep running) and, when spare is
+// not 0, the members of process group spare. candidates
 // lists the shell's processes (its cgroup's, or a tracker's); it is asked
-// again each round, because what is being ended may still fork. Each round
-// stops (SIGSTOP) the targets it finds, so that they fork no more, until a
-// round finds nothing new; then all of them are killed at once and EndSince
-// waits for them to go. It returns how many processes it ended.
-func EndSince(ctx context.Context, shell Identity, since Birth, candidates func() ([]int, error)) (int, error) {
+// again each round, because what is being ended may still fork: each round
+// kills the targets it finds, until a round finds none left. (Stopping
+// them first would make the shell report its jobs as stopped.) Then
+// EndSince waits for them to go. It returns how many processes it ended.
+func EndSince(ctx context.Context, shell Identity, since Birth, spare int, candidates func() ([]int, error)) (int, error) {
 	held := map[Identity]*pidHandle{}
 	defer func() {
 		for _, h := range held {
@@ -92,7 +93,7 @@ func EndSince(ctx context.Context, shell Identity, since Birth, candidates func(
 			return 0, fmt.Errorf("end the command's processes: %w", err)
 		}
 		found := 0
-		for _, id := range targets(shell, since, pids) {
+		for _, id := range targets(shell, since, spare, pids) {
 			if _, ok := held[id]; ok {
 				continue
 			}
@@ -101,7 +102,7 @@ func EndSince(ctx context.Context, shell Identity, since Birth, candidates func(
 				continue // gone already
 			}
 			held[id] = h
-			_ = h.signal(unix.SIGSTOP)
+			_ = h.signal(unix.SIGKILL)
 			found++
 		}
 		if found == 0 {
@@ -110,7 +111,6 @@ func EndSince(ctx context.Context, shell Identity, since Birth, candidates func(
 	}
 	var hs []*pidHandle
 	for _, h := range held {
-		_ = h.signal(unix.SIGKILL)
 		hs = append(hs, h)
 	}
 	if err := waitExited(ctx, hs, time.Now().Add(DefaultGrace)); err != nil {
@@ -130,13 +130,13 @@ func EndSince(ctx context.Context, shell Identity, since Birth, candidates func(
 
 // targets picks, among pids, the processes born after since that do not
 // descend from a process born before it (other than the shell).
-func targets(shell Identity, since Birth, pids []int) []Identity {
+func targets(shell Identity, since Birth, spare int, pids []int) []Identity {
 	stats := make(map[int]Stat, len(pids))
 	for _, pid := range pids {
 		if pid == shell.PID || protectedPID(pid) {
 			continue
 		}
-		if st, err := ReadStat(pid); err == nil && !st.Dead() {
+		if st, err := ReadStat(pid); err == nil && !st.Dead() && (spare == 0 || st.PGRP != spare) {
 			stats[pid] = st
 		}
 	}

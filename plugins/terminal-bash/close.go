@@ -200,7 +200,7 @@ func (s *session) teardown(ctx context.Context) error {
 		// Where no cgroup v2 leaf holds the shell, the v1 leaves still
 		// know every process it started, escapes included.
 		if pids, _ := lv.Procs(); len(pids) > 0 {
-			if _, err := proc.EndSince(ctx, proc.Identity{}, proc.Birth{}, lv.Procs); err != nil {
+			if _, err := proc.EndSince(ctx, proc.Identity{}, proc.Birth{}, 0, lv.Procs); err != nil {
 				return err
 			}
 		}

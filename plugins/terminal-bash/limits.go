@@ -149,7 +149,13 @@ func (s *session) EndCommand(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	n, err := proc.EndSince(ctx, s.target.Shell, since, s.members)
+	// The foreground job, when it is not the shell itself, is the caller's
+	// to interrupt with signals first.
+	spare := 0
+	if fg, err := s.term.foreground(); err == nil && fg != s.pid {
+		spare = fg
+	}
+	n, err := proc.EndSince(ctx, s.target.Shell, since, spare, s.members)
 	if err != nil {
 		return n, s.Errorf("%w", err)
 	}

@@ -70,7 +70,7 @@ func TestForkBombEndsAtTimeout(t *testing.T) {
 	for _, want := range []string{
 		timeoutHeader("2"),
 		"[The shell's processes reached their limit of 64 processes and threads, so starting more failed.]",
-		"[The command was interrupted with SIGINT when it timed out.",
+		"[The command ended as it timed out. The shell and its state are kept.]",
 		"they were ended too.",
 	} {
 		if !strings.Contains(got, want) {
@@ -84,12 +84,12 @@ func TestForkBombEndsAtTimeout(t *testing.T) {
 // limit, the model is told which limit and its value, and the shell is
 // kept.
 func TestMemoryLimitIsNamed(t *testing.T) {
-	boxed(t, proc.Limits{Memory: 128 << 20})
-	hs := newHarness(t, "", "{limits: {memory: 128MiB}}")
+	boxed(t, proc.Limits{Memory: 512 << 20})
+	hs := newHarness(t, "", "{limits: {memory: 512MiB}}")
 	o := hs.owner(t, "hog")
 	hs.expect(t, o, "export K=1", "")
-	got := hs.run(t, o, `python3 -c 'x = b"x" * (600 << 20)'`)
-	want := "[The shell's processes reached their memory limit (128MiB), so the kernel killed one of them (normally the largest).]\n[exit code: 137]"
+	got := hs.run(t, o, `python3 -c 'x = b"x" * (2 << 30)'`)
+	want := "[The shell's processes reached their memory limit (512MiB), so the kernel killed one of them (normally the largest).]\n[exit code: 137]"
 	if !strings.HasSuffix(got, want) {
 		t.Errorf("result:\n%s", diff(got, want))
 	}

@@ -34,8 +34,10 @@ var (
 		"Commands the bash tool interrupted because they waited for input.", nil, nil)
 	timeoutsDesc = prometheus.NewDesc("dsh_bash_timeouts_total",
 		"bash calls that ran past timeoutMs.", nil, nil)
-	limitHitsDesc = prometheus.NewDesc("dsh_bash_limit_hits_total",
-		"bash calls during which the shell's processes ran into a limit: memory (the OOM killer ended one) or pids (a fork was refused).", []string{"limit"}, nil)
+	memoryHitsDesc = prometheus.NewDesc("dsh_bash_memory_limit_hits_total",
+		"bash calls during which the shell's processes ran into their memory limit (the OOM killer ended one).", nil, nil)
+	pidsHitsDesc = prometheus.NewDesc("dsh_bash_pids_limit_hits_total",
+		"bash calls during which the shell's processes ran into their process limit (a fork was refused).", nil, nil)
 	endedDesc = prometheus.NewDesc("dsh_bash_timeout_ended_processes_total",
 		"Processes a timed-out command had left running (background jobs, daemons, forks) that the bash tool ended.", nil, nil)
 )
@@ -45,7 +47,8 @@ func (p *plugin) Describe(ch chan<- *prometheus.Desc) {
 	ch <- resetsDesc
 	ch <- stdinInterruptsDesc
 	ch <- timeoutsDesc
-	ch <- limitHitsDesc
+	ch <- memoryHitsDesc
+	ch <- pidsHitsDesc
 	ch <- endedDesc
 }
 
@@ -59,9 +62,9 @@ func (p *plugin) Collect(ch chan<- prometheus.Metric) {
 		{stdinInterruptsDesc, &p.stats.stdinInterrupts},
 		{timeoutsDesc, &p.stats.timeouts},
 		{endedDesc, &p.stats.commandsEnded},
+		{memoryHitsDesc, &p.stats.memoryHits},
+		{pidsHitsDesc, &p.stats.pidsHits},
 	} {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(c.value.Load()))
 	}
-	ch <- prometheus.MustNewConstMetric(limitHitsDesc, prometheus.CounterValue, float64(p.stats.memoryHits.Load()), "memory")
-	ch <- prometheus.MustNewConstMetric(limitHitsDesc, prometheus.CounterValue, float64(p.stats.pidsHits.Load()), "pids")
 }

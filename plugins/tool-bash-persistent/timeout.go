@@ -7,6 +7,7 @@ import (
 	"github.com/dshdev/dsh/host"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -109,7 +110,24 @@ func (r *run) onTimeout() (string, error) {
 		}
 	}
 	if line == "" {
-		o, sig, res, err := r.signalUntilPrompt(interruptSignals, stepAfter)
+		// What the command started beside its foreground job (background
+		// jobs, daemons, a fork bomb) ends first, so that it holds nothing
+		// back; the rest once the shell is at its prompt. A shell where
+		// ending them fails is reset, which ends everything.
+		ended, err := r.endCommand()
+		if err != nil {
+			r.p.logger.Warn("ending what a timed-out command started failed; resetting its shell", "owner", r.owner().ID(), "err", err)
+			return r.timeoutReset(header, ""), nil
+		}
+		o, sig, res := notBack, termapi.Signal(""), termapi.SendResult{}
+		if ended > 0 {
+			// With what it started gone, the command may end by itself (a
+			// shell function waiting for its jobs does).
+			o, res, err = r.awaitPrompt(timeoutStep)
+		}
+		if err == nil && o == notBack {
+			o, sig, res, err = r.signalUntilPrompt(interruptSignals, stepAfter)
+		}
 		switch {
 		case err != nil:
 			return r.graceFailed(header, err)
@@ -118,19 +136,31 @@ func (r *run) onTimeout() (string, error) {
 		case o != backAtPrompt:
 			return r.timeoutReset(header, ""), nil
 		}
-		r.releaseHeld(func(lines []string) []string { return dropReport(lines, signalReports[sig]) })
-		// What the command started beside its foreground job (background
-		// jobs, daemons, a fork bomb) ends with it; a shell where that
-		// fails is reset, which ends everything.
-		ended, err := r.endCommand()
+		more, err := r.endCommand()
 		if err != nil {
 			r.p.logger.Warn("ending what a timed-out command started failed; resetting its shell", "owner", r.owner().ID(), "err", err)
 			return r.timeoutReset(header, ""), nil
 		}
+		ended += more
+		r.releaseHeld(func(lines []string) []string {
+			lines = dropReport(lines, signalReports[sig])
+			if ended > 0 {
+				// The shell's reports of the jobs that were killed ("[1]+
+				// Killed  make"): the result's line says it better.
+				lines = slices.DeleteFunc(lines, killedNotice.MatchString)
+			}
+			return lines
+		})
 		r.exit = -1
+		if ended > 0 {
+			r.notices = dropKilled(r.notices)
+		}
 		r.flushPending()
 		r.out.trimTrailingNewlines()
-		line = fmt.Sprintf(interruptedLine, sig)
+		line = endedLine
+		if sig != "" {
+			line = fmt.Sprintf(interruptedLine, sig)
+		}
 		if ended > 0 {
 			line += "\n" + fmt.Sprintf(leftRunningLine, ended)
 		}
@@ -150,18 +180,26 @@ func (r *run) endCommand() (int, error) {
 		return 0, err
 	}
 	r.p.stats.commandsEnded.Add(uint64(n))
-	if n == 0 {
-		return 0, nil
-	}
-	// The shell reports the jobs it lost ("[1]+  Killed  make") at its
-	// next prompt: take those reports now, which the result's line says
-	// better, rather than leave them to the next call.
-	before := r.notices
-	if _, err := r.quietExec(`\builtin :`); err != nil {
-		return n, err
-	}
-	r.notices = before + dropKilled(r.notices[len(before):])
 	return n, nil
+}
+
+// awaitPrompt waits up to limit for the shell to come back to its prompt
+// by itself.
+func (r *run) awaitPrompt(limit time.Duration) (outcome, termapi.SendResult, error) {
+	send, err := r.startSend(limit)
+	if err != nil {
+		return notBack, termapi.SendResult{}, err
+	}
+	res, err := r.drain(send)
+	switch {
+	case err != nil:
+		return notBack, res, err
+	case exited(res):
+		return shellGone, res, nil
+	case res.Prompt:
+		return backAtPrompt, res, nil
+	}
+	return notBack, res, nil
 }
 
 // dropKilled removes the notices of jobs killed by SIGKILL.

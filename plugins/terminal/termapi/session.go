@@ -57,12 +57,15 @@ type Session interface {
 	// shell itself is in the foreground is refused): Close does that.
 	Signal(ctx context.Context, sig Signal) (SignalResult, error)
 	// EndCommand ends, with SIGKILL, what the latest Exec's command started
-	// and left running (Capabilities.EndCommand): its background jobs,
-	// daemons and whatever they forked, a fork bomb included, but never
-	// the session's top-level process, nor processes that were there before
-	// the command and what descends from them. A caller that gave up on a
-	// command (a timeout) calls it once the shell is back at its prompt. It
-	// returns how many processes it ended.
+	// (Capabilities.EndCommand): its background jobs, daemons and whatever
+	// they forked, a fork bomb included, but never the session's top-level
+	// process, nor processes that were there before the command and what
+	// descends from them, nor the terminal's foreground job while that is
+	// not the shell (signals are for it). A caller that gives up on a
+	// command (a timeout) calls it before it signals the foreground, so that
+	// nothing the command started holds the shell back, and once more when
+	// the shell is back at its prompt. It returns how many processes it
+	// ended.
 	EndCommand(ctx context.Context) (int, error)
 	// Close ends the session: it returns when every process the session
 	// captured is gone, or reports which survived. It is idempotent;
