@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dshdev/dsh/config"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Config configures the shell backend. Every duration is in milliseconds.
@@ -84,10 +85,10 @@ type LimitsConfig struct {
 }
 
 // Lower bounds of the limits: below them a shell cannot even start.
-const (
-	minMemory = 16 * config.MiB
-	minPids   = 8
-	minCPU    = 0.01
+var (
+	minMemory = config.Bytes(termapi.MinLimits.Memory)
+	minPids   = termapi.MinLimits.Pids
+	minCPU    = termapi.MinLimits.CPU
 )
 
 func (l LimitsConfig) validate(field string) error {
