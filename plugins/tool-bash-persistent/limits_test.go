@@ -96,4 +96,12 @@ func TestMemoryLimitIsNamed(t *testing.T) {
 	hs.expect(t, o, "echo K=$K", "K=1")
 	// A call that hits nothing says nothing of limits.
 	hs.expect(t, o, "echo fine", "fine")
+	// The shell itself holding the memory is the largest process: it is
+	// killed, and the owner's shell is reset.
+	got = hs.run(t, o, `x=$(head -c 1000000000 /dev/zero | tr '\0' a); echo not reached`)
+	want = "[The shell's processes reached their memory limit (512MiB), so the kernel killed one of them (normally the largest).]\n[shell killed by signal: SIGKILL]\nThe persistent bash shell was reset; the next bash call starts from the workspace with a fresh current directory and environment."
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("result:\n%s", diff(got, want))
+	}
+	hs.expect(t, o, "echo K=${K-unset}", "K=unset")
 }
