@@ -3,7 +3,6 @@
 package proc
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -341,9 +340,12 @@ type Leaves struct {
 	limits Limits
 	v2     *Cgroup
 	v1     map[string]string // controller → leaf directory
-	// at holds the counters at the last Hits, to report what is new.
-	mu sync.Mutex
-	at hitCounts
+	// at holds the counters at the last Hits, to report what is new;
+	// oomFile and pidsFile stay open for them (a pread costs a
+	// microsecond, an open and a read several).
+	mu                sync.Mutex
+	at                hitCounts
+	oomFile, pidsFile *os.File
 }
 
 type hitCounts struct{ oom, pidsMax int64 }
@@ -561,6 +563,9 @@ func readPids(path string) ([]int, error) {
 // of them, Pids when a fork or clone was refused. CPU is never reported:
 // a CPU limit slows a command down and ends nothing.
 func (lv *Leaves) Hits() Limits {
+	if lv.limits.Memory == 0 && lv.limits.Pids == 0 {
+		return Limits{}
+	}
 	lv.mu.Lock()
 	defer lv.mu.Unlock()
 	now := lv.counts()
@@ -575,33 +580,45 @@ func (lv *Leaves) Hits() Limits {
 	return hit
 }
 
-// counts reads the cumulative counters of limit hits.
+// counts reads the cumulative counters of limit hits. Caller holds mu.
 func (lv *Leaves) counts() hitCounts {
 	var c hitCounts
-	if dir, ok := lv.v1[ctlMemory]; ok {
-		c.oom = keyed(filepath.Join(dir, "memory.oom_control"), "oom_kill")
-	} else if lv.host.v2ctl[ctlMemory] && lv.v2 != nil {
-		c.oom = keyed(filepath.Join(lv.v2.Path(), "memory.events"), "oom_kill")
+	if lv.limits.Memory > 0 {
+		if lv.oomFile == nil {
+			if dir, ok := lv.v1[ctlMemory]; ok {
+				lv.oomFile, _ = os.Open(filepath.Join(dir, "memory.oom_control"))
+			} else if lv.host.v2ctl[ctlMemory] && lv.v2 != nil {
+				lv.oomFile, _ = os.Open(filepath.Join(lv.v2.Path(), "memory.events"))
+			}
+		}
+		c.oom = keyed(lv.oomFile, "oom_kill")
 	}
-	if dir, ok := lv.v1[ctlPids]; ok {
-		c.pidsMax = keyed(filepath.Join(dir, "pids.events"), "max")
-	} else if lv.host.v2ctl[ctlPids] && lv.v2 != nil {
-		c.pidsMax = keyed(filepath.Join(lv.v2.Path(), "pids.events"), "max")
+	if lv.limits.Pids > 0 {
+		if lv.pidsFile == nil {
+			if dir, ok := lv.v1[ctlPids]; ok {
+				lv.pidsFile, _ = os.Open(filepath.Join(dir, "pids.events"))
+			} else if lv.host.v2ctl[ctlPids] && lv.v2 != nil {
+				lv.pidsFile, _ = os.Open(filepath.Join(lv.v2.Path(), "pids.events"))
+			}
+		}
+		c.pidsMax = keyed(lv.pidsFile, "max")
 	}
 	return c
 }
 
-// keyed reads the value of "key N" in a flat-keyed cgroup file; 0 when it
-// is not there.
-func keyed(path, key string) int64 {
-	f, err := os.Open(path)
-	if err != nil {
+// keyed reads the value of "key N" in a flat-keyed cgroup file, open as
+// f; 0 when it is not there.
+func keyed(f *os.File, key string) int64 {
+	if f == nil {
 		return 0
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), key+" "); ok {
+	var buf [512]byte
+	n, err := f.ReadAt(buf[:], 0)
+	if n == 0 && err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(buf[:n])) {
+		if v, ok := strings.CutPrefix(line, key+" "); ok {
 			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			return n
 		}
@@ -613,6 +630,14 @@ func keyed(path, key string) int64 {
 // remove). A leaf with processes left cannot be removed: Close reports it
 // and a later call tries again.
 func (lv *Leaves) Close() error {
+	lv.mu.Lock()
+	for _, f := range []*os.File{lv.oomFile, lv.pidsFile} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	lv.oomFile, lv.pidsFile = nil, nil
+	lv.mu.Unlock()
 	var errs []error
 	for c, dir := range lv.v1 {
 		if err := unix.Rmdir(dir); err != nil && err != unix.ENOENT {

@@ -274,3 +274,42 @@ func TestEndSinceForkBomb(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLeavesFork is what a shell's start pays for its limits' cgroups
+// (cgroup v1 here: a leaf made and removed, and the forking thread moved in
+// and out), over a plain fork and exec of true.
+func BenchmarkLeavesFork(b *testing.B) {
+	h := FindLimitHost()
+	if err := h.Check(Limits{Pids: 64}); err != nil {
+		b.Skip(err)
+	}
+	for _, limited := range []bool{false, true} {
+		name := "plain"
+		if limited {
+			name = "leaves"
+		}
+		b.Run(name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				cmd := exec.Command("/bin/true")
+				if !limited {
+					if err := cmd.Run(); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				leaf, _ := LeafName("bench-" + strconv.Itoa(i))
+				lv, err := h.NewLeaves(leaf, Limits{Pids: 64}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := lv.Fork(cmd.Start); err != nil {
+					b.Fatal(err)
+				}
+				cmd.Wait()
+				if err := lv.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
