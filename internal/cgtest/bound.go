@@ -36,18 +36,31 @@ var boxSeq atomic.Uint64
 // pids and memory controllers are not mounted or not writable.
 func NewBox(t testing.TB, pids int, memory int64) *Box {
 	t.Helper()
+	b, err := TryBox(t, pids, memory)
+	if err != nil {
+		t.Skip(err)
+	}
+	return b
+}
+
+// TryBox is NewBox, but it returns an error where NewBox skips the test.
+func TryBox(t testing.TB, pids int, memory int64) (*Box, error) {
+	t.Helper()
 	b := &Box{dirs: map[string]string{}}
 	name := fmt.Sprintf("dsh-test-box-%d-%d", os.Getpid(), boxSeq.Add(1))
 	for _, c := range []string{"pids", "memory"} {
 		own, err := ownV1(c)
-		if err != nil {
-			t.Skipf("cgtest: no cgroup v1 %s controller: %v", c, err)
+		if err == nil {
+			dir := filepath.Join(v1Root, c, own, name)
+			if err = os.Mkdir(dir, 0o755); err == nil {
+				b.dirs[c] = dir
+				continue
+			}
 		}
-		dir := filepath.Join(v1Root, c, own, name)
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Skipf("cgtest: cannot make a %s cgroup: %v", c, err)
+		for _, dir := range b.dirs {
+			os.Remove(dir)
 		}
-		b.dirs[c] = dir
+		return nil, fmt.Errorf("cgtest: no cgroup v1 %s cgroup for a box: %w", c, err)
 	}
 	t.Cleanup(func() {
 		if err := b.remove(); err != nil {
@@ -64,7 +77,7 @@ func NewBox(t testing.TB, pids int, memory int64) *Box {
 	if err := write(filepath.Join(b.dirs["memory"], "memory.memsw.limit_in_bytes"), strconv.FormatInt(memory, 10)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.Fatal(err)
 	}
-	return b
+	return b, nil
 }
 
 // ownV1 is this process's cgroup in controller c's v1 hierarchy.
