@@ -91,16 +91,6 @@ func enterBox(t *testing.T) {
 	}
 }
 
-// startIn starts argv in leaves and returns it, reaped at the test's end.
-func startIn(t *testing.T, lv *Leaves, argv ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if err := lv.Fork(cmd.Start); err != nil {
-		t.Fatal(err)
-	}
-	return cmd
-}
-
 func newLeavesForTest(t *testing.T, h *LimitHost, l Limits) *Leaves {
 	t.Helper()
 	name, err := LeafName("limits-test-" + strconv.Itoa(int(boxTestSeq.Add(1))))
