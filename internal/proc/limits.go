@@ -70,8 +70,12 @@ type LimitHost struct {
 func Headroom(bound int) int { return min(256, max(bound/4, 1)) }
 
 // FindLimitHost looks at this machine's cgroups once. It never fails: what
-// it cannot use is recorded per controller, for Check to report.
-func FindLimitHost() *LimitHost {
+// it cannot use is recorded per controller, for Check to report. cgroup v2
+// controllers are turned on for the shells (which can move dsh into a
+// leaf of its own cgroup, see enableV2) only for the limits need sets: the
+// configured ones. A controller v2 could give but need does not ask for is
+// served by cgroup v1 where that has it, and is unavailable otherwise.
+func FindLimitHost(need Limits) *LimitHost {
 	h := &LimitHost{v1: map[string]string{}, v2ctl: map[string]bool{}, why: map[string]string{}}
 	mountinfo, err1 := os.ReadFile("/proc/self/mountinfo")
 	self, err2 := os.ReadFile("/proc/self/cgroup")
@@ -81,7 +85,7 @@ func FindLimitHost() *LimitHost {
 		}
 		return h
 	}
-	v2why := h.findV2(mountinfo, self)
+	v2why := h.findV2(mountinfo, self, need.controllers())
 	v1 := cgroup1Dirs(mountinfo, self)
 	for _, c := range limitControllers {
 		if h.v2ctl[c] {
@@ -108,7 +112,7 @@ func FindLimitHost() *LimitHost {
 // findV2 enables, where dsh's cgroup v2 is given them, the controllers in
 // the directory that holds the shells' leaves, and says for the others why
 // not.
-func (h *LimitHost) findV2(mountinfo, self []byte) map[string]string {
+func (h *LimitHost) findV2(mountinfo, self []byte, need []string) map[string]string {
 	why := map[string]string{}
 	base, err := cgroup2Dir(mountinfo, self)
 	if err != nil {
@@ -120,10 +124,13 @@ func (h *LimitHost) findV2(mountinfo, self []byte) map[string]string {
 	avail := strings.Fields(readString(filepath.Join(base, "cgroup.controllers")))
 	var want []string
 	for _, c := range limitControllers {
-		if slices.Contains(avail, c) {
-			want = append(want, c)
-		} else {
+		switch {
+		case !slices.Contains(avail, c):
 			why[c] = fmt.Sprintf("cgroup v2 does not give dsh's cgroup %s the %s controller (it has: %s)", base, c, strings.Join(avail, " "))
+		case !slices.Contains(need, c):
+			why[c] = fmt.Sprintf("cgroup v2 gives dsh's cgroup %s the %s controller, but dsh turns it on only for a limit its config sets (terminal-bash's limits.%s)", base, c, c)
+		default:
+			want = append(want, c)
 		}
 	}
 	if len(want) == 0 {
@@ -177,8 +184,16 @@ func enableV2(base string, ctls []string) error {
 }
 
 // moveSelfToLeaf moves this process into base/dsh-self-<owner tag>, so
-// that base has no processes of its own.
+// that base has no processes of its own. It refuses when base holds other
+// processes: moving dsh would not empty it.
 func moveSelfToLeaf(base string) error {
+	pids, err := readPids(filepath.Join(base, "cgroup.procs"))
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(pids, func(pid int) bool { return pid != os.Getpid() }) {
+		return fmt.Errorf("cgroup v2: %s holds processes other than dsh, so it cannot hand controllers to the shells' cgroups: start dsh alone in a cgroup with the controllers delegated (systemd-run --user --scope -p Delegate=yes dsh serve …)", base)
+	}
 	tag, err := ownerTag(os.Getpid())
 	if err != nil {
 		return err
@@ -371,9 +386,16 @@ func (h *LimitHost) NewLeaves(name string, l Limits, cg *Cgroup) (*Leaves, error
 			// The shared parent is removed with its last leaf and made
 			// again without controllers: turn them on (again); existing
 			// leaves get their files at once.
-			if err := writeFile(filepath.Join(filepath.Dir(cg.Path()), "cgroup.subtree_control"), "+"+c); err != nil {
+			parent := filepath.Dir(cg.Path())
+			if err := writeFile(filepath.Join(parent, "cgroup.subtree_control"), "+"+c); err != nil {
 				lv.Close()
 				return nil, fmt.Errorf("%s limit: %w", c, err)
+			}
+			if c == ctlPids && h.shellTasks > 0 {
+				if err := writeFile(filepath.Join(parent, "pids.max"), strconv.Itoa(h.shellTasks)); err != nil {
+					lv.Close()
+					return nil, fmt.Errorf("pids: bound the shells' tasks: %w", err)
+				}
 			}
 		case h.v1[c] != "":
 			parent := filepath.Join(h.v1[c], cgroupParent)

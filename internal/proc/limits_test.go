@@ -60,7 +60,7 @@ func TestHeadroom(t *testing.T) {
 // all, for a CI with a delegated cgroup v2.
 func limitHost(t *testing.T, l Limits) *LimitHost {
 	t.Helper()
-	h := FindLimitHost()
+	h := FindLimitHost(l)
 	if err := h.Check(l); err != nil {
 		if os.Getenv("DSH_REQUIRE_LIMITS") == "1" || os.Getenv("DSH_REQUIRE_CGROUP2") == "1" {
 			t.Fatal(err)
@@ -290,7 +290,7 @@ func TestEndSinceForkBomb(t *testing.T) {
 // (cgroup v1 here: a leaf made and removed, and the forking thread moved in
 // and out), over a plain fork and exec of true.
 func BenchmarkLeavesFork(b *testing.B) {
-	h := FindLimitHost()
+	h := FindLimitHost(Limits{Pids: 64})
 	if err := h.Check(Limits{Pids: 64}); err != nil {
 		b.Skip(err)
 	}

@@ -85,7 +85,7 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 	if cfg.Sandbox.confined() {
 		log.Info("shells are confined", "mode", cfg.Sandbox.Mode, "network", cfg.Sandbox.Network, "landlockABI", abi)
 	}
-	limitHost := proc.FindLimitHost()
+	limitHost := proc.FindLimitHost(procLimits(limitsOf(cfg.Limits)))
 	if err := checkLimitsAtLoad(limitHost, cfg.Limits); err != nil {
 		return nil, err
 	}

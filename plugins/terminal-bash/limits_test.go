@@ -24,7 +24,7 @@ func limitedBackend(t *testing.T, l LimitsConfig) *Backend {
 	t.Helper()
 	box := cgtest.NewBox(t, 600, 1<<30)
 	box.Enter(t)
-	if err := proc.FindLimitHost().Check(procLimits(limitsOf(l))); err != nil {
+	if err := proc.FindLimitHost(procLimits(limitsOf(l))).Check(procLimits(limitsOf(l))); err != nil {
 		if os.Getenv("DSH_REQUIRE_LIMITS") == "1" {
 			t.Fatal(err)
 		}

@@ -22,7 +22,7 @@ func boxed(t *testing.T, l proc.Limits) {
 	t.Helper()
 	box := cgtest.NewBox(t, 800, 2<<30)
 	box.Enter(t)
-	if err := proc.FindLimitHost().Check(l); err != nil {
+	if err := proc.FindLimitHost(l).Check(l); err != nil {
 		if os.Getenv("DSH_REQUIRE_LIMITS") == "1" {
 			t.Fatal(err)
 		}
