@@ -41,11 +41,13 @@ const (
 // After each signal but SIGKILL the shell gets timeoutStep to come back to
 // its prompt; after SIGKILL, which nothing can ignore, only the shell's own
 // latency counts, so killStep is generous. timeoutGrace bounds the whole:
-// SIGTSTP, resuming the job, or the three signals of an interrupt.
+// SIGTSTP, resuming the job, or the three signals of an interrupt, with
+// ending what the command started and a timeoutStep for the shell to come
+// back by itself once that is gone.
 const (
 	timeoutStep  = 500 * time.Millisecond
 	killStep     = 2 * time.Second
-	timeoutGrace = 4 * time.Second
+	timeoutGrace = 5 * time.Second
 )
 
 var errGraceOver = errors.New("the foreground job did not stop within the timeout's grace")
