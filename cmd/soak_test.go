@@ -133,10 +133,10 @@ func TestSoakOneSessionCannotTakeDownTheOthers(t *testing.T) {
 		name, command string
 		want          []string
 	}{
-		// The last wait holds the call until the timeout: the bomb's first
-		// function can return early when its forks fail, and the bomb
-		// would go on in the background.
-		{"fork bomb", "b(){ b & b & wait; }; b 2>/dev/null; wait", []string{"timed out after 20 seconds"}},
+		// The loop holds the call until the timeout: the bomb's first
+		// function returns once bash gives up retrying its forks, and
+		// what is left of the bomb would go on in the background.
+		{"fork bomb", "b(){ b & b & wait; }; b 2>/dev/null; while :; do wait; done", []string{"timed out after 20 seconds"}},
 		// The OOM killer ends the hog at once on a quiet machine; on a
 		// loaded one reclaim can drag past the timeout, which then ends
 		// it. Either way the result names the limit.
