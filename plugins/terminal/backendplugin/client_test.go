@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
@@ -301,5 +303,14 @@ func TestLimitsHitConvert(t *testing.T) {
 	in := termapi.SendResult{Reason: termapi.WaitStdinRead, LimitsHit: termapi.Limits{Memory: 1 << 30, Pids: 8}}
 	if got := backendplugin.ResultRoundTrip(in); got.LimitsHit != in.LimitsHit {
 		t.Errorf("LimitsHit %+v came back as %+v", in.LimitsHit, got.LimitsHit)
+	}
+}
+
+// A plugin built before a call existed answers it Unimplemented: to the
+// host that is an unsupported call, which callers know how to take.
+func TestUnimplementedIsUnsupported(t *testing.T) {
+	err := backendplugin.FromStatus("end command", status.Error(codes.Unimplemented, "method EndCommand not implemented"))
+	if !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("%v does not wrap errors.ErrUnsupported", err)
 	}
 }

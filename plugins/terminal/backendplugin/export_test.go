@@ -18,3 +18,6 @@ func ProcessID(c *Client) int {
 
 // ResultRoundTrip sends r through the protocol's conversion both ways.
 func ResultRoundTrip(r termapi.SendResult) termapi.SendResult { return resultFromPB(resultToPB(r)) }
+
+// FromStatus is fromStatus, for the mapping of gRPC codes.
+var FromStatus = fromStatus
