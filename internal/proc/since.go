@@ -136,7 +136,7 @@ func targets(shell Identity, since Birth, spare int, pids []int) []Identity {
 		if pid == shell.PID || protectedPID(pid) {
 			continue
 		}
-		if st, err := ReadStat(pid); err == nil && !st.Dead() && (spare == 0 || st.PGRP != spare) {
+		if st, err := ReadStat(pid); err == nil && !st.Dead() && (spare == 0 || st.PGRP != spare) && !killPending(pid) {
 			stats[pid] = st
 		}
 	}
@@ -168,4 +168,36 @@ func targets(shell Identity, since Birth, spare int, pids []int) []Identity {
 		}
 	}
 	return out
+}
+
+// killPending reports whether pid is exiting already, or a SIGKILL is on
+// its way to it (a group kill of the foreground job, say): it is dying,
+// not left running, and is not counted as ended by EndSince.
+func killPending(pid int) bool {
+	if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+		// The flags are the 9th field, the 7th after the command name.
+		const pfExiting = 0x4
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 {
+			if f := strings.Fields(string(stat[i+1:])); len(f) > 6 {
+				if flags, err := strconv.ParseUint(f[6], 10, 64); err == nil && flags&pfExiting != 0 {
+					return true
+				}
+			}
+		}
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	const sigkill = 1 << (unix.SIGKILL - 1)
+	for line := range strings.Lines(string(data)) {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "SigPnd" && k != "ShdPnd") {
+			continue
+		}
+		if mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && mask&sigkill != 0 {
+			return true
+		}
+	}
+	return false
 }
