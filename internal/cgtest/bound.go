@@ -33,11 +33,15 @@ var boxSeq atomic.Uint64
 // cgroup bounded to memory bytes (swap included where accounted), below
 // this process's own, and removes them at the test's end once every
 // process in them has been killed. It skips the test where cgroup v1's
-// pids and memory controllers are not mounted or not writable.
+// pids and memory controllers are not mounted or not writable, and fails
+// it there when DSH_REQUIRE_LIMITS=1 (CI, where they must be).
 func NewBox(t testing.TB, pids int, memory int64) *Box {
 	t.Helper()
 	b, err := TryBox(t, pids, memory)
 	if err != nil {
+		if os.Getenv("DSH_REQUIRE_LIMITS") == "1" {
+			t.Fatal(err)
+		}
 		t.Skip(err)
 	}
 	return b
