@@ -1,10 +1,10 @@
 //go:build linux
 
-// Package cgtest gives a test cgroups of its own, so that a test that
-// makes processes multiply (a fork bomb) or grow (a memory hog) cannot take
-// the machine with it when the code under test fails: the bound ends it
-// there.
 package cgtest
+
+// A Box bounds both tasks and memory, for tests that make processes
+// multiply (a fork bomb) as well as grow, and can hold the test process
+// itself, so that what it starts is born inside.
 
 import (
 	"bufio"
