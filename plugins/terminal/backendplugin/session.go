@@ -168,9 +168,11 @@ func (s *session) EndCommand(ctx context.Context) (int, error) {
 	if s.isDead() {
 		return 0, s.errGone()
 	}
-	res, err := s.proc.rpc.EndCommand(ctx, &backendpb.SessionRef{SessionId: s.id})
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	res, err := s.proc.rpc.EndCommand(cctx, &backendpb.SessionRef{SessionId: s.id})
 	if err != nil {
-		return 0, s.checkErr(fromStatus("end command", err))
+		return 0, s.callErr(cctx, "end command", err)
 	}
 	return int(res.GetEnded()), nil
 }
