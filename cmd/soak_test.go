@@ -196,7 +196,12 @@ func TestSoakOneSessionCannotTakeDownTheOthers(t *testing.T) {
 // scrapeMaybe reads one unlabelled metric, "-" when dsh does not serve
 // it (a dsh of another version, or one that died).
 func scrapeMaybe(url, name string) string {
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return "-"
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "-"
 	}
