@@ -183,6 +183,9 @@ type property struct {
 	Items       *struct {
 		Type string `json:"type"`
 	} `json:"items"`
+	AnyOf []struct {
+		Type string `json:"type"`
+	} `json:"anyOf"`
 }
 
 func writeFields(b *strings.Builder, prefix string, raw json.RawMessage) {
@@ -194,6 +197,13 @@ func writeFields(b *strings.Builder, prefix string, raw json.RawMessage) {
 		typ := p.Type
 		if typ == "array" && p.Items != nil {
 			typ = "array of " + p.Items.Type
+		}
+		if typ == "" && len(p.AnyOf) > 0 {
+			var types []string
+			for _, a := range p.AnyOf {
+				types = append(types, a.Type)
+			}
+			typ = strings.Join(types, " or ")
 		}
 		def := ""
 		if len(p.Default) > 0 {

@@ -8,6 +8,7 @@
 // The group is made below the test process's own memory cgroup, so it is
 // bounded by whatever bounds the test too. Tests that need one skip where
 // cgroup v1's memory controller is not mounted or not writable (no root).
+// A Box (NewBox) bounds tasks too, against a fork bomb.
 package cgtest
 
 import (

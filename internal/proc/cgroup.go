@@ -66,6 +66,9 @@ func NewCgroup(name string) (*Cgroup, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b := leafBase.Load(); b != nil {
+		base = *b // dsh moved itself into a leaf of its own (enableV2)
+	}
 	// Moving a process between cgroups, which CLONE_INTO_CGROUP does for
 	// the shell, needs write access to cgroup.procs of the common ancestor:
 	// our own cgroup.

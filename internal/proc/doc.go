@@ -24,6 +24,14 @@
 // shell from its first instruction (clone3 with CLONE_INTO_CGROUP), and
 // everything it ever starts, whatever that does.
 //
+// Limits (LimitHost, Leaves) live in cgroups of the shell's own: per
+// controller, cgroup v2 where dsh's cgroup is given it, else a cgroup v1
+// hierarchy; the shell is born in the v1 leaves because the thread that
+// forks it joins them first (v1 membership is per thread). The shells'
+// common pids cgroup is bounded Headroom below dsh's own bound on tasks.
+// EndSince ends what a command started, told apart by birth (start time,
+// and the pid counter within one clock tick) and lineage.
+//
 // Terminate combines them: signals to the tracked processes with a grace
 // period, the shell, once more the tracked processes, then cgroup.kill as
 // the backstop. Waiting is event-driven throughout: a pidfd becomes

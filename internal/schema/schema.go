@@ -6,6 +6,8 @@ import (
 	"reflect"
 
 	"github.com/invopop/jsonschema"
+
+	"github.com/dshdev/dsh/config"
 )
 
 // Reflect returns the JSON Schema of v's type (a struct or a pointer to one),
@@ -32,6 +34,7 @@ func reflectSchema(v any, defaults any, openRoot bool) (json.RawMessage, error) 
 		Anonymous:      true,
 		CommentMap:     comments,
 		LookupComment:  lookupAdded,
+		Mapper:         mapType,
 	}
 	s := r.Reflect(v)
 	// "$schema" and the type's own doc comment only cost the model tokens;
@@ -55,6 +58,18 @@ func reflectSchema(v any, defaults any, openRoot bool) (json.RawMessage, error) 
 		return nil, fmt.Errorf("schema: marshal %T: %w", v, err)
 	}
 	return out, nil
+}
+
+// mapType gives the schema of the config types that are not what their Go
+// kind says: an amount of bytes is a number or a string with a unit.
+func mapType(t reflect.Type) *jsonschema.Schema {
+	if t == reflect.TypeFor[config.Bytes]() {
+		return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+			{Type: "integer", Minimum: "0"},
+			{Type: "string", Pattern: `^\s*[0-9.]+\s*([kKmMgGtT][iI]?[bB]?|[bB])?\s*$`},
+		}}
+	}
+	return nil
 }
 
 // dropRequired clears "required" in s and the objects within it.

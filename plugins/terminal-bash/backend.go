@@ -46,6 +46,10 @@ type Backend struct {
 	// noCgroup is set once creating a cgroup has failed: it will not work
 	// later either, and the tracker alone is used from then on.
 	noCgroup atomic.Bool
+	// limitHost is how this machine enforces limits, found at load;
+	// limits are the configured ones, the default of every spawn.
+	limitHost *proc.LimitHost
+	limits    termapi.Limits
 
 	sessions backendkit.Sessions[*session]
 	// abi is the Landlock ABI the sandbox uses; 0 unconfined.
@@ -81,6 +85,14 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 	if cfg.Sandbox.confined() {
 		log.Info("shells are confined", "mode", cfg.Sandbox.Mode, "network", cfg.Sandbox.Network, "landlockABI", abi)
 	}
+	limitHost := proc.FindLimitHost(procLimits(limitsOf(cfg.Limits)))
+	if err := checkLimitsAtLoad(limitHost, cfg.Limits); err != nil {
+		return nil, err
+	}
+	if l := limitsOf(cfg.Limits); !l.IsZero() {
+		log.Info("shells are limited", "memory", cfg.Limits.Memory.String(), "pids", l.Pids, "cpu", l.CPU,
+			"memoryBy", limitHost.Mechanism("memory"), "pidsBy", limitHost.Mechanism("pids"), "cpuBy", limitHost.Mechanism("cpu"))
+	}
 	keepInheritedFromShells()
 	path, args := cfg.shell()
 	b := &Backend{
@@ -94,6 +106,8 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 		sandbox:   cfg.Sandbox,
 		checked:   make(map[termapi.SandboxMode]error),
 		abi:       abi,
+		limitHost: limitHost,
+		limits:    limitsOf(cfg.Limits),
 	}
 	return b, nil
 }
@@ -148,11 +162,11 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 }
 
 // checkPolicy refuses, before anything starts, what of a spawn's policy
-// the backend cannot give: resource limits (the shell's cgroup counts its
-// processes but bounds nothing yet) and a terminal size out of range. The
-// sandbox mode is checked where the sandbox is made (sandboxFor).
+// the backend cannot give: resource limits this machine cannot enforce
+// and a terminal size out of range. The sandbox mode is checked where the
+// sandbox is made (sandboxFor).
 func (b *Backend) checkPolicy(p termapi.Policy) error {
-	if err := (termapi.Policy{Limits: p.Limits}).Check(termapi.Capabilities{}); err != nil {
+	if err := b.checkLimits(b.effectiveLimits(p.Limits)); err != nil {
 		return errorf("%w", err)
 	}
 	if !p.Size.IsZero() {
@@ -199,35 +213,41 @@ func (b *Backend) start(spec termapi.SpawnSpec) (*session, *send, error) {
 			return nil, nil, errorf("%w", err)
 		}
 	}
-	cmd, term, cg, err := b.startInCgroup(spec, env, term, size, pol)
+	cmd, term, cg, lv, err := b.startInCgroup(spec, env, term, size, pol, b.effectiveLimits(spec.Policy.Limits))
 	if err != nil {
 		ctl.close()
 		return nil, nil, err
 	}
-	// undo releases what start made, if it fails.
-	undo := func(cg *proc.Cgroup) {
+	pid := cmd.Process.Pid
+	// fail releases what start made.
+	fail := func(err error) (*session, *send, error) {
+		cmd.Process.Kill()
+		cmd.Wait()
 		term.close()
 		ctl.close()
+		if lv != nil {
+			lv.Close()
+		}
 		if cg != nil {
 			cg.Close()
 		}
+		return nil, nil, err
 	}
-	pid := cmd.Process.Pid
 	// The shell is our unreaped child, so its /proc entry is there.
 	shell, err := proc.IdentityOf(pid)
 	if err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		undo(cg)
-		return nil, nil, errorf("identify shell %d: %w", pid, err)
+		return fail(errorf("identify shell %d: %w", pid, err))
 	}
-	return b.launch(spec, term, ctl, cmd, shell, cg, pol)
+	if err := boundShellTasks(pid); err != nil {
+		return fail(errorf("%w", err))
+	}
+	return b.launch(spec, term, ctl, cmd, shell, cg, lv, pol)
 }
 
 // launch makes the session of a started shell, registers it and starts
 // its goroutines. The session waits for the shell to install the plumbing
 // and reach its prompt as an internal send, which launch returns.
-func (b *Backend) launch(spec termapi.SpawnSpec, term *ptyPair, ctl *control, cmd *exec.Cmd, shell proc.Identity, cg *proc.Cgroup, pol sandbox.Policy) (*session, *send, error) {
+func (b *Backend) launch(spec termapi.SpawnSpec, term *ptyPair, ctl *control, cmd *exec.Cmd, shell proc.Identity, cg *proc.Cgroup, lv *proc.Leaves, pol sandbox.Policy) (*session, *send, error) {
 	s := newSession(spec.SessionID, b.cfg, b.log.With("session", spec.SessionID), term, ctl)
 	s.shellCmd, s.pid, s.owner, s.name = cmd, shell.PID, spec.OwnerID, spec.Name
 	s.caps = termapi.Capabilities{
@@ -237,6 +257,11 @@ func (b *Backend) launch(spec termapi.SpawnSpec, term *ptyPair, ctl *control, cm
 		Attach:     true,
 		InputProof: true,
 		Sandbox:    termapi.SandboxMode(pol.Mode),
+		EndCommand: true,
+	}
+	if lv != nil {
+		s.leaves = lv
+		s.caps.Limits = termapi.Limits(lv.Limits())
 	}
 	s.target = proc.Target{Shell: shell, Tracker: proc.NewTracker(shell), Cgroup: cg}
 	s.forget = b.sessions.Remove
@@ -337,18 +362,45 @@ func (b *Backend) sandboxFor(mode termapi.SandboxMode) (*SandboxConfig, error) {
 }
 
 // startInCgroup starts the shell, in a cgroup of its own where one can be
-// made, and returns the cgroup (nil without one).
-// The terminal is term, or the sandbox's when term is nil (see
+// made and in the cgroups of its limits, and returns the cgroup (nil
+// without one) and the limits' cgroups (nil without limits or headroom to
+// keep). The terminal is term, or the sandbox's when term is nil (see
 // startShell); it is returned either way, and closed on an error.
-func (b *Backend) startInCgroup(spec termapi.SpawnSpec, env []string, term *ptyPair, size termapi.Size, pol sandbox.Policy) (*exec.Cmd, *ptyPair, *proc.Cgroup, error) {
-	cg := b.newCgroup(spec.SessionID)
+func (b *Backend) startInCgroup(spec termapi.SpawnSpec, env []string, term *ptyPair, size termapi.Size, pol sandbox.Policy, limits termapi.Limits) (*exec.Cmd, *ptyPair, *proc.Cgroup, *proc.Leaves, error) {
+	name, nameErr := leafName(spec.SessionID)
+	cg := b.cgroupNamed(name, nameErr)
+	lv, err := b.newLeaves(name, limits, cg)
+	if err != nil {
+		if cg != nil {
+			cg.Close()
+		}
+		if term != nil {
+			term.close()
+		}
+		return nil, nil, nil, nil, err
+	}
 	fd := -1
 	if cg != nil {
 		fd = cg.FD()
 	}
 	rows, cols := size.Rows, size.Cols
-	cmd, got, err := startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term, rows, cols, fd, pol)
-	if err != nil && cg != nil {
+	var (
+		cmd *exec.Cmd
+		got *ptyPair
+	)
+	// start forks the shell, born in the limits' cgroups too.
+	start := func(fd int) error {
+		fork := func() error {
+			cmd, got, err = startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term, rows, cols, fd, pol)
+			return err
+		}
+		if lv == nil {
+			return fork()
+		}
+		return lv.Fork(fork)
+	}
+	err = start(fd)
+	if err != nil && cg != nil && limits.IsZero() {
 		// clone3 into a cgroup can be refused where creating one was not
 		// (seccomp filters, older kernels): start without it. Only a start
 		// that then succeeds shows the cgroup was the problem; a failure of
@@ -357,12 +409,15 @@ func (b *Backend) startInCgroup(spec termapi.SpawnSpec, env []string, term *ptyP
 		cgErr := err
 		cg.Close()
 		cg = nil
-		if cmd, got, err = startShell(b.shellPath, b.shellArgs, env, spec.Cwd, term, rows, cols, -1, pol); err == nil {
+		if err = start(-1); err == nil {
 			b.log.Info("starting the shell in its cgroup failed; relying on process tracking", "err", cgErr)
 			b.noCgroup.Store(true)
 		}
 	}
 	if err != nil {
+		if lv != nil {
+			lv.Close()
+		}
 		if cg != nil {
 			cg.Close()
 		}
@@ -373,23 +428,33 @@ func (b *Backend) startInCgroup(spec termapi.SpawnSpec, env []string, term *ptyP
 		if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == b.shellPath {
 			err = pe.Err
 		}
-		return nil, nil, nil, errorf("cannot start %s: %w", b.shellPath, err)
+		return nil, nil, nil, nil, errorf("cannot start %s: %w", b.shellPath, err)
 	}
 	// Before the shell has read a command: everything it starts inherits
 	// the score.
 	if err := raiseOOMScore(cmd.Process.Pid); err != nil {
 		b.log.Warn("the shell keeps dsh's OOM score: under memory pressure the kernel may end dsh before it", "err", err)
 	}
-	return cmd, got, cg, nil
+	return cmd, got, cg, lv, nil
 }
 
-// newCgroup creates the session's cgroup, or returns nil where cgroups
+// newCgroup creates the cgroup of a session, or returns nil where cgroups
 // cannot be used.
 func (b *Backend) newCgroup(sessionID string) *proc.Cgroup {
+	return b.cgroupNamed(leafName(sessionID))
+}
+
+// leafName names the cgroups of a session, unique in this process.
+func leafName(sessionID string) (string, error) {
+	return proc.LeafName(strconv.FormatUint(cgroupSeq.Add(1), 10) + "-" + backendkit.SafeName(sessionID))
+}
+
+// cgroupNamed creates the cgroup name (which failed to be made when err is
+// set), or returns nil where cgroups cannot be used.
+func (b *Backend) cgroupNamed(name string, err error) *proc.Cgroup {
 	if b.noCgroup.Load() {
 		return nil
 	}
-	name, err := proc.LeafName(strconv.FormatUint(cgroupSeq.Add(1), 10) + "-" + backendkit.SafeName(sessionID))
 	var cg *proc.Cgroup
 	if err == nil {
 		cg, err = proc.NewCgroup(name)

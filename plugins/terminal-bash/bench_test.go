@@ -20,7 +20,26 @@ import (
 // goes into the input channel, one line is typed, bash reads both, and the
 // plumbing reports the end.
 func BenchmarkExecTrue(b *testing.B) {
-	s := benchSession(b)
+	benchExecTrue(b, benchSession(b))
+}
+
+// BenchmarkExecTrueLimited is BenchmarkExecTrue in a shell with memory and
+// pids limits, whose hit counters are read as each send settles. It skips
+// where the machine cannot enforce them.
+func BenchmarkExecTrueLimited(b *testing.B) {
+	be := benchBackend(b)
+	lim := termapi.Limits{Memory: 1 << 30, Pids: 512}
+	if err := be.checkLimits(lim); err != nil {
+		b.Skip(err)
+	}
+	s, err := be.Spawn(context.Background(), termapi.SpawnSpec{SessionID: "bench", OwnerID: "bench", Policy: termapi.Policy{Limits: lim}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchExecTrue(b, s.(*session))
+}
+
+func benchExecTrue(b *testing.B, s *session) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	defer reportShellCPU(b, s)()

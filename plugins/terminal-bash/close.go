@@ -196,6 +196,18 @@ func (s *session) teardown(ctx context.Context) error {
 		return err
 	}
 	s.workers.Wait()
+	if lv := s.leaves; lv != nil {
+		// Where no cgroup v2 leaf holds the shell, the v1 leaves still
+		// know every process it started, escapes included.
+		if pids, _ := lv.Procs(); len(pids) > 0 {
+			if _, err := proc.EndSince(ctx, proc.Identity{}, proc.Birth{}, 0, lv.Procs); err != nil {
+				return err
+			}
+		}
+		if err := lv.Close(); err != nil {
+			return fmt.Errorf("remove the limits' cgroups: %w", err)
+		}
+	}
 	if cg := s.target.Cgroup; cg != nil {
 		if err := cg.Close(); err != nil {
 			return fmt.Errorf("remove cgroup: %w", err)

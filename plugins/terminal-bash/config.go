@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dshdev/dsh/config"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Config configures the shell backend. Every duration is in milliseconds.
@@ -60,6 +61,46 @@ type Config struct {
 	// Sandbox confines the shells (see SandboxConfig). The default is no
 	// sandbox: mode danger-full-access, network on.
 	Sandbox SandboxConfig `json:"sandbox"`
+	// Limits bound each shell and everything it starts, together (see
+	// LimitsConfig). A spawn's policy may set its own; the default is none.
+	Limits LimitsConfig `json:"limits"`
+}
+
+// LimitsConfig bounds what one shell and everything it starts may use
+// together, in the shell's own cgroups: cgroup v2 where dsh's cgroup is
+// given the controllers, cgroup v1's pids, memory and cpu hierarchies
+// otherwise. A limit the machine cannot enforce fails the load. Zero sets
+// no limit.
+type LimitsConfig struct {
+	// Memory bounds the memory of the shell's processes together, swap
+	// included ("512MiB", "2GiB", or bytes). Past it the kernel's OOM
+	// killer ends one of them, normally the largest.
+	Memory config.Bytes `json:"memory"`
+	// Pids bounds how many processes and threads the shell's processes
+	// may be at once; a fork past it fails (a fork bomb stops there).
+	Pids int `json:"pids"`
+	// CPU bounds the CPU time of the shell's processes, in cores (0.5:
+	// half of one core, 2: two cores' worth).
+	CPU float64 `json:"cpu"`
+}
+
+// Lower bounds of the limits: below them a shell cannot even start.
+var (
+	minMemory = config.Bytes(termapi.MinLimits.Memory)
+	minPids   = termapi.MinLimits.Pids
+	minCPU    = termapi.MinLimits.CPU
+)
+
+func (l LimitsConfig) validate(field string) error {
+	switch {
+	case l.Memory < 0 || (l.Memory > 0 && l.Memory < minMemory):
+		return config.FieldErrorf(field+".memory", "terminal-bash: %s.memory must be 0 (no limit) or at least %s", field, minMemory)
+	case l.Pids < 0 || (l.Pids > 0 && l.Pids < minPids):
+		return config.FieldErrorf(field+".pids", "terminal-bash: %s.pids must be 0 (no limit) or at least %d", field, minPids)
+	case l.CPU < 0 || (l.CPU > 0 && l.CPU < minCPU) || l.CPU > 1<<20:
+		return config.FieldErrorf(field+".cpu", "terminal-bash: %s.cpu must be 0 (no limit) or between %g and %d cores", field, minCPU, 1<<20)
+	}
+	return nil
 }
 
 // Default shell and arguments, used when the config leaves them empty.
@@ -161,6 +202,9 @@ func (c *Config) Validate() error {
 		return fieldErrorf("maxReadBytes", "maxReadBytes must not exceed scrollbackMaxBytes")
 	}
 	if err := c.Env.validate("env"); err != nil {
+		return err
+	}
+	if err := c.Limits.validate("limits"); err != nil {
 		return err
 	}
 	return c.Sandbox.validate("sandbox")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
@@ -51,6 +52,7 @@ func (s *session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Se
 	}
 
 	now := time.Now()
+	s.since, s.sinceSet = proc.Now(), true
 	c := &command{nonce: backendkit.Nonce(), res: termapi.ExecResult{State: termapi.ExecPending, ExitCode: -1}}
 	c.res.Background, c.res.BackgroundTruncated = s.Scr.Background()
 	sn := newSend(s, req.Stream, s.Deadline(now, req.Timeout), c)

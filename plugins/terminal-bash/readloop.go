@@ -548,6 +548,9 @@ func (s *session) settleLocked(sn *send, reason termapi.WaitReason) {
 	vp, truncated := sn.Viewport(s.Scr.Render.Partial(), s.cfg.maxRead)
 	res := termapi.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt, Input: sn.input, RawEnd: s.Scr.Raw.Pos()}
 	res.Exec = s.execResultLocked(sn)
+	if s.leaves != nil {
+		res.LimitsHit = hitsOf(s.leaves.Hits())
+	}
 	sn.Settle(res)
 	if s.Live == sn {
 		s.Live = nil

@@ -74,6 +74,8 @@ type session struct {
 	// caps are what the session can do, the sandbox it runs in included.
 	caps   termapi.Capabilities
 	target proc.Target
+	// leaves hold the shell's limits (nil without any).
+	leaves *proc.Leaves
 	// forget removes the session from its backend once it is closed.
 	forget func(*session)
 
@@ -115,6 +117,10 @@ type session struct {
 	claim *record
 	// ready: the plumbing has reported that it is installed.
 	ready bool
+	// since marks when the latest Exec handed its command to the shell:
+	// what was born after it is the command's (EndCommand).
+	since    proc.Birth
+	sinceSet bool
 	// flags is $- as the shell's last command line left it, from the last
 	// end record or proven claim: the next typed line turns xtrace,
 	// verbose and nounset back on from it.

@@ -138,9 +138,10 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 		return nil, context.Cause(ctx)
 	}
 	// The container is the agent's boundary; a sandbox mode inside it is
-	// not enforced, so it is refused, and so are limits tighter than the
-	// container's.
-	if err := spec.Policy.Check(termapi.Capabilities{Limits: b.limits()}); err != nil {
+	// not enforced, so it is refused. A container dsh creates gets the
+	// policy's limits; an existing one has none that dsh set, so limits
+	// are refused there.
+	if err := spec.Policy.Check(termapi.Capabilities{Limits: b.limitsFor(spec.Policy.Limits)}); err != nil {
 		return nil, fmt.Errorf("terminal-docker: %w", err)
 	}
 	if b.sessions.Closed() {
@@ -157,7 +158,7 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 		OwnerID:    spec.OwnerID,
 		Name:       spec.Name,
 		Attachable: true,
-		Limits:     b.limits(),
+		Limits:     b.limitsFor(spec.Policy.Limits),
 		Prefix:     "terminal-docker",
 		Where:      "container " + shortID(link.container),
 		StartErr:   ErrShell,
@@ -291,7 +292,7 @@ func (b *Backend) create(ctx context.Context, spec termapi.SpawnSpec) (string, b
 		m, _ := parseMount(spec) // valid: checked at load
 		hc.Mounts = append(hc.Mounts, m)
 	}
-	lim := b.limits()
+	lim := b.limitsFor(spec.Policy.Limits)
 	if lim.Memory > 0 {
 		hc.Memory = lim.Memory
 		hc.MemorySwap = lim.Memory // no swap beyond the limit
@@ -368,6 +369,25 @@ func randomSuffix() string {
 // limits are the limits a session's container runs under: those the
 // config gives the containers dsh creates, with the defaults where it
 // gives none; none in an existing container.
+func (b *Backend) limitsFor(policy termapi.Limits) termapi.Limits {
+	l := b.limits()
+	if b.cfg.Image == "" {
+		return l
+	}
+	if policy.Memory > 0 {
+		l.Memory = policy.Memory
+	}
+	if policy.Pids > 0 {
+		l.Pids = policy.Pids
+	}
+	if policy.CPU > 0 {
+		l.CPU = policy.CPU
+	}
+	return l
+}
+
+// limits are the configured limits of the containers dsh creates (see
+// limitsFor for a spawn's).
 func (b *Backend) limits() termapi.Limits {
 	if b.cfg.Image == "" {
 		return termapi.Limits{}

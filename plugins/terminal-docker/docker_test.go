@@ -16,6 +16,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/dshdev/dsh/plugins/terminal-docker/dockertest"
+	"github.com/dshdev/dsh/plugins/terminal/inband"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
@@ -103,6 +104,29 @@ func TestLimitsAndUser(t *testing.T) {
 	// v1's pids controller).
 	if out := mustComplete(t, s, "cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max", 0); out != "20\n" {
 		t.Errorf("pids limit %q, want 20", out)
+	}
+}
+
+// A spawn's policy sets the limits of the container dsh creates for it,
+// over the configured ones, field by field; an existing container, whose
+// limits dsh did not set, refuses them.
+func TestPolicyLimitsReachTheContainer(t *testing.T) {
+	host := dockertest.Daemon(t)
+	cfg := testConfig(host)
+	cfg.PidsLimit = 20
+	spec := termapi.SpawnSpec{SessionID: "pty-test", OwnerID: "owner-test", Policy: termapi.Policy{Limits: termapi.Limits{Memory: 96 << 20, CPU: 0.5}}}
+	s := terminaltest.Spawn(t, newBackend(t, cfg), spec, waitLong).(*inband.Session)
+	if got, want := s.Capabilities().Limits, (termapi.Limits{Memory: 96 << 20, Pids: 20, CPU: 0.5}); got != want {
+		t.Errorf("capabilities %+v, want %+v", got, want)
+	}
+	if out := mustComplete(t, s, "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes", 0); strings.TrimSpace(out) != strconv.Itoa(96<<20) {
+		t.Errorf("memory limit %q, want %d", out, 96<<20)
+	}
+	if out := mustComplete(t, s, "cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max", 0); out != "20\n" {
+		t.Errorf("pids limit %q, want 20", out)
+	}
+	if out := mustComplete(t, s, "cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us", 0); !strings.HasPrefix(out, "50000") {
+		t.Errorf("cpu limit %q, want a quota of 50000 per 100000", out)
 	}
 }
 

@@ -142,6 +142,19 @@ func (s *Service) Signal(ctx context.Context, owner *host.Owner, id string, sig 
 	return r.session.Signal(ctx, sig)
 }
 
+// EndCommand ends what the latest command of session id started and left
+// running (see termapi.Session.EndCommand), and says how many processes
+// that was.
+func (s *Service) EndCommand(ctx context.Context, owner *host.Owner, id string) (int, error) {
+	s.mu.Lock()
+	r, err := s.openLocked(owner, id)
+	s.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	return r.session.EndCommand(ctx)
+}
+
 // Kill closes session id with reason ("model request" when empty). It
 // returns true when this call closed the session. If a close is already
 // running, Kill waits for it and returns false with that close's error. If

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dshdev/dsh/config"
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
@@ -30,6 +31,9 @@ const (
 	// long result, which is where the clipping notice names the file.
 	savedLine   = "[full output: %s]"
 	savedBgLine = "[output of background jobs: %s]"
+	// What the shell's limits did during the call.
+	memoryLimitLine = "[The shell's processes reached their memory limit (%s), so the kernel killed one of them (normally the largest).]"
+	pidsLimitLine   = "[The shell's processes reached their limit of %d processes and threads, so starting more failed.]"
 )
 
 // Kill reasons, as the terminals service records them.
@@ -169,6 +173,8 @@ type run struct {
 	// held, when set, takes the output instead of out, keeping its last
 	// lines back (see heldTail).
 	held *heldTail
+	// hits are the limits the shell's processes ran into during the call.
+	hits termapi.Limits
 }
 
 func (r *run) terms() *terminal.Service { return r.p.terms }
@@ -405,6 +411,7 @@ func (r *run) drain(send termapi.Send) (termapi.SendResult, error) {
 	if r.live == send {
 		r.live = nil
 	}
+	r.noteHits(res.LimitsHit)
 	// Output has returned every complete line; only the line still being
 	// written is new in the viewport.
 	r.pending = res.Viewport[strings.LastIndexByte(res.Viewport, '\n')+1:]
@@ -600,7 +607,33 @@ func (r *run) renderOutput() string {
 		parts = append(parts, strayHeader+"\n"+bg)
 	}
 	parts = append(parts, r.out.text())
+	parts = append(parts, r.limitLines()...)
 	return joinNonEmpty(parts...)
+}
+
+// noteHits takes the limits a send ran into, counting each limit once per
+// call.
+func (r *run) noteHits(hit termapi.Limits) {
+	if hit.Memory > 0 && r.hits.Memory == 0 {
+		r.hits.Memory = hit.Memory
+		r.p.stats.memoryHits.Add(1)
+	}
+	if hit.Pids > 0 && r.hits.Pids == 0 {
+		r.hits.Pids = hit.Pids
+		r.p.stats.pidsHits.Add(1)
+	}
+}
+
+// limitLines say, in plain words, which limits the call ran into.
+func (r *run) limitLines() []string {
+	var lines []string
+	if r.hits.Memory > 0 {
+		lines = append(lines, fmt.Sprintf(memoryLimitLine, config.Bytes(r.hits.Memory)))
+	}
+	if r.hits.Pids > 0 {
+		lines = append(lines, fmt.Sprintf(pidsLimitLine, r.hits.Pids))
+	}
+	return lines
 }
 
 // exitMarker describes how a shell ended.

@@ -45,10 +45,12 @@ type Config struct {
 	TimeoutMs int `json:"timeoutMs"`
 	// TimeoutAction is what a call does with a command that runs past
 	// TimeoutMs: "reset" closes the shell (the original's contract);
-	// "interrupt" signals the command (SIGINT, then SIGTERM, then SIGKILL)
-	// and keeps the shell; "background" stops the command and resumes it as
-	// a background job of the same shell (a command that ignores SIGTSTP is
-	// interrupted instead). The shell is reset when it does not come back.
+	// "interrupt" signals the command (SIGINT, then SIGTERM, then SIGKILL),
+	// kills what else it started (background jobs, what they forked) and
+	// keeps the shell and earlier jobs; "background" stops the command and
+	// resumes it as a background job of the same shell (a command that
+	// ignores SIGTSTP is interrupted instead). The shell is reset when it
+	// does not come back.
 	TimeoutAction string `json:"timeoutAction" jsonschema:"enum=reset,enum=interrupt,enum=background"`
 	// MaxOutputChars bounds the output shown to the model, in characters
 	// (Unicode code points). Longer output keeps its beginning and its end;

@@ -16,6 +16,13 @@ type counters struct {
 	stdinInterrupts atomic.Uint64
 	// timeouts counts calls that ran past timeoutMs, whatever the action.
 	timeouts atomic.Uint64
+	// memoryHits and pidsHits count calls during which the shell's
+	// processes ran into their memory limit (the OOM killer ended one) or
+	// their process limit (a fork was refused).
+	memoryHits, pidsHits atomic.Uint64
+	// commandsEnded counts processes a command had left running that a
+	// timeout ended.
+	commandsEnded atomic.Uint64
 }
 
 // The tool's metrics. The descriptions are shared by every instance, so
@@ -27,6 +34,12 @@ var (
 		"Commands the bash tool interrupted because they waited for input.", nil, nil)
 	timeoutsDesc = prometheus.NewDesc("dsh_bash_timeouts_total",
 		"bash calls that ran past timeoutMs.", nil, nil)
+	memoryHitsDesc = prometheus.NewDesc("dsh_bash_memory_limit_hits_total",
+		"bash calls during which the shell's processes ran into their memory limit (the OOM killer ended one).", nil, nil)
+	pidsHitsDesc = prometheus.NewDesc("dsh_bash_pids_limit_hits_total",
+		"bash calls during which the shell's processes ran into their process limit (a fork was refused).", nil, nil)
+	endedDesc = prometheus.NewDesc("dsh_bash_timeout_ended_processes_total",
+		"Processes a timed-out command had left running (background jobs, daemons, forks) that the bash tool ended.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -34,6 +47,9 @@ func (p *plugin) Describe(ch chan<- *prometheus.Desc) {
 	ch <- resetsDesc
 	ch <- stdinInterruptsDesc
 	ch <- timeoutsDesc
+	ch <- memoryHitsDesc
+	ch <- pidsHitsDesc
+	ch <- endedDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -45,6 +61,9 @@ func (p *plugin) Collect(ch chan<- prometheus.Metric) {
 		{resetsDesc, &p.stats.resets},
 		{stdinInterruptsDesc, &p.stats.stdinInterrupts},
 		{timeoutsDesc, &p.stats.timeouts},
+		{endedDesc, &p.stats.commandsEnded},
+		{memoryHitsDesc, &p.stats.memoryHits},
+		{pidsHitsDesc, &p.stats.pidsHits},
 	} {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(c.value.Load()))
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/dshdev/dsh/host"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,17 +34,20 @@ const (
 	interruptedLine  = "[The command was interrupted with %s when it timed out. The shell and its state are kept: current directory, variables, functions, background jobs.]"
 	backgroundedLine = "[The command was moved to the background as job %%%[1]d when it timed out, and keeps running. The shell and its state are kept. Its output appears in later results; `wait %%%[1]d` waits for it and gives its status, `kill %%%[1]d` stops it.]"
 	endedLine        = "[The command ended as it timed out. The shell and its state are kept.]"
+	leftRunningLine  = "[The command had left %d processes running (background jobs and what they started); they were ended too. Jobs from earlier commands are kept.]"
 )
 
 // How long a timeout may take beyond timeoutMs when the shell is kept.
 // After each signal but SIGKILL the shell gets timeoutStep to come back to
 // its prompt; after SIGKILL, which nothing can ignore, only the shell's own
 // latency counts, so killStep is generous. timeoutGrace bounds the whole:
-// SIGTSTP, resuming the job, or the three signals of an interrupt.
+// SIGTSTP, resuming the job, or the three signals of an interrupt, with
+// ending what the command started and a timeoutStep for the shell to come
+// back by itself once that is gone.
 const (
 	timeoutStep  = 500 * time.Millisecond
 	killStep     = 2 * time.Second
-	timeoutGrace = 4 * time.Second
+	timeoutGrace = 5 * time.Second
 )
 
 var errGraceOver = errors.New("the foreground job did not stop within the timeout's grace")
@@ -108,7 +112,24 @@ func (r *run) onTimeout() (string, error) {
 		}
 	}
 	if line == "" {
-		o, sig, res, err := r.signalUntilPrompt(interruptSignals, stepAfter)
+		// What the command started beside its foreground job (background
+		// jobs, daemons, a fork bomb) ends first, so that it holds nothing
+		// back; the rest once the shell is at its prompt. A shell where
+		// ending them fails is reset, which ends everything.
+		ended, err := r.endCommand()
+		if err != nil {
+			r.p.logger.Warn("ending what a timed-out command started failed; resetting its shell", "owner", r.owner().ID(), "err", err)
+			return r.timeoutReset(header, ""), nil
+		}
+		o, sig, res := notBack, termapi.Signal(""), termapi.SendResult{}
+		if ended > 0 {
+			// With what it started gone, the command may end by itself (a
+			// shell function waiting for its jobs does).
+			o, res, err = r.awaitPrompt(timeoutStep)
+		}
+		if err == nil && o == notBack {
+			o, sig, res, err = r.signalUntilPrompt(interruptSignals, stepAfter)
+		}
 		switch {
 		case err != nil:
 			return r.graceFailed(header, err)
@@ -117,14 +138,88 @@ func (r *run) onTimeout() (string, error) {
 		case o != backAtPrompt:
 			return r.timeoutReset(header, ""), nil
 		}
-		r.releaseHeld(func(lines []string) []string { return dropReport(lines, signalReports[sig]) })
+		more, err := r.endCommand()
+		if err != nil {
+			r.p.logger.Warn("ending what a timed-out command started failed; resetting its shell", "owner", r.owner().ID(), "err", err)
+			return r.timeoutReset(header, ""), nil
+		}
+		ended += more
+		r.releaseHeld(func(lines []string) []string {
+			lines = dropReport(lines, signalReports[sig])
+			if ended > 0 {
+				// The shell's reports of the jobs that were killed ("[1]+
+				// Killed  make"): the result's line says it better.
+				lines = slices.DeleteFunc(lines, killedNotice.MatchString)
+			}
+			return lines
+		})
 		r.exit = -1
+		if ended > 0 {
+			r.notices = dropKilled(r.notices)
+		}
 		r.flushPending()
 		r.out.trimTrailingNewlines()
-		line = fmt.Sprintf(interruptedLine, sig)
+		line = endedLine
+		if sig != "" {
+			line = fmt.Sprintf(interruptedLine, sig)
+		}
+		if ended > 0 {
+			line += "\n" + fmt.Sprintf(leftRunningLine, ended)
+		}
 	}
 	return r.result(header + "\n" + r.renderOutput() + "\n" + line), nil
 }
+
+// endCommand ends what the timed-out command left running, on a backend
+// that can tell (termapi.Capabilities.EndCommand); elsewhere it does
+// nothing.
+func (r *run) endCommand() (int, error) {
+	n, err := r.terms().EndCommand(r.ctx, r.owner(), r.st.shellID)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	r.p.stats.commandsEnded.Add(uint64(n))
+	return n, nil
+}
+
+// awaitPrompt waits up to limit for the shell to come back to its prompt
+// by itself.
+func (r *run) awaitPrompt(limit time.Duration) (outcome, termapi.SendResult, error) {
+	send, err := r.startSend(limit)
+	if err != nil {
+		return notBack, termapi.SendResult{}, err
+	}
+	res, err := r.drain(send)
+	switch {
+	case err != nil:
+		return notBack, res, err
+	case exited(res):
+		return shellGone, res, nil
+	case res.Prompt:
+		return backAtPrompt, res, nil
+	}
+	return notBack, res, nil
+}
+
+// dropKilled removes the notices of jobs killed by SIGKILL.
+func dropKilled(notices string) string {
+	var kept []string
+	for line := range strings.SplitSeq(notices, "\n") {
+		if line != "" && !killedNotice.MatchString(line) {
+			kept = append(kept, line)
+		}
+	}
+	if len(kept) == 0 {
+		return ""
+	}
+	return strings.Join(kept, "\n") + "\n"
+}
+
+// killedNotice is bash's notice of a job killed by SIGKILL.
+var killedNotice = regexp.MustCompile(`^\[\d+\][+-]? +Killed +`)
 
 // stepAfter is how long the shell gets to come back after sig.
 func stepAfter(sig termapi.Signal) time.Duration {

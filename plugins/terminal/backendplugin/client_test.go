@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
@@ -251,7 +253,7 @@ func TestPolicyCrosses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx, "test")
-	want := termapi.Capabilities{Exec: true, Raw: true, Resize: true, Attach: true, InputProof: true, Sandbox: termapi.SandboxReadOnly}
+	want := termapi.Capabilities{Exec: true, Raw: true, Resize: true, Attach: true, InputProof: true, Sandbox: termapi.SandboxReadOnly, EndCommand: true}
 	if got := s.Capabilities(); got != want {
 		t.Errorf("Capabilities = %+v, want %+v", got, want)
 	}
@@ -272,4 +274,43 @@ func TestPolicyCrosses(t *testing.T) {
 // both versions, the plugin's and dsh's.
 func versions(v int) string {
 	return fmt.Sprintf("it speaks backend protocol version %d, this dsh speaks version %d", v, backendplugin.ProtocolVersion)
+}
+
+// TestEndCommandCrosses: EndCommand reaches the plugin's session and ends
+// what the latest command left running, not an earlier job.
+func TestEndCommandCrosses(t *testing.T) {
+	c := open(t, "{}")
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	s, err := c.Spawn(ctx, termapi.SpawnSpec{SessionID: "s1", OwnerID: "o", Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx, "test")
+	execIn(t, s, "sleep 1000 &")
+	execIn(t, s, "sleep 1001 & sleep 1002 &")
+	n, err := s.EndCommand(ctx)
+	if err != nil || n != 2 {
+		t.Errorf("EndCommand = %d, %v; want the 2 sleeps of the latest command", n, err)
+	}
+	res := execIn(t, s, "jobs -r")
+	if !strings.Contains(res.Viewport, "sleep 1000") || strings.Contains(res.Viewport, "sleep 1001") {
+		t.Errorf("jobs left running: %q", res.Viewport)
+	}
+}
+
+func TestLimitsHitConvert(t *testing.T) {
+	in := termapi.SendResult{Reason: termapi.WaitStdinRead, LimitsHit: termapi.Limits{Memory: 1 << 30, Pids: 8}}
+	if got := backendplugin.ResultRoundTrip(in); got.LimitsHit != in.LimitsHit {
+		t.Errorf("LimitsHit %+v came back as %+v", in.LimitsHit, got.LimitsHit)
+	}
+}
+
+// A plugin built before a call existed answers it Unimplemented: to the
+// host that is an unsupported call, which callers know how to take.
+func TestUnimplementedIsUnsupported(t *testing.T) {
+	err := backendplugin.FromStatus("end command", status.Error(codes.Unimplemented, "method EndCommand not implemented"))
+	if !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("%v does not wrap errors.ErrUnsupported", err)
+	}
 }

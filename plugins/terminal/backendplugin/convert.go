@@ -26,6 +26,9 @@ func resultToPB(r termapi.SendResult) *backendpb.Result {
 		Input:     string(r.Input),
 		RawEnd:    r.RawEnd,
 	}
+	if r.LimitsHit != (termapi.Limits{}) {
+		out.LimitsHit = limitsToPB(r.LimitsHit)
+	}
 	if e := r.Exec; e != nil {
 		out.Exec = &backendpb.ExecResult{
 			State:               string(e.State),
@@ -48,6 +51,7 @@ func resultFromPB(r *backendpb.Result) termapi.SendResult {
 		Prompt:    r.GetPrompt(),
 		Input:     termapi.InputMode(r.GetInput()),
 		RawEnd:    r.GetRawEnd(),
+		LimitsHit: limitsFromPB(r.GetLimitsHit()),
 	}
 	if e := r.GetExec(); e != nil {
 		out.Exec = &termapi.ExecResult{
@@ -95,6 +99,7 @@ func capsToPB(c termapi.Capabilities) *backendpb.Capabilities {
 		InputProof: c.InputProof,
 		Sandbox:    string(c.Sandbox),
 		Limits:     limitsToPB(c.Limits),
+		EndCommand: c.EndCommand,
 	}
 }
 
@@ -107,6 +112,7 @@ func capsFromPB(c *backendpb.Capabilities) termapi.Capabilities {
 		InputProof: c.GetInputProof(),
 		Sandbox:    termapi.SandboxMode(c.GetSandbox()),
 		Limits:     limitsFromPB(c.GetLimits()),
+		EndCommand: c.GetEndCommand(),
 	}
 }
 

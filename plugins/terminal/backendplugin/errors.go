@@ -100,6 +100,10 @@ func fromStatus(op string, err error) error {
 		return &remoteError{msg: st.Message(), kind: context.Canceled}
 	case codes.DeadlineExceeded:
 		return &remoteError{msg: st.Message(), kind: context.DeadlineExceeded}
+	case codes.Unimplemented:
+		// A plugin built before the call was added to the protocol: the
+		// session cannot serve it, as the contract says for such calls.
+		return &remoteError{msg: st.Message(), kind: errors.ErrUnsupported}
 	}
 	for _, d := range st.Details() {
 		detail, ok := d.(*backendpb.ErrorDetail)

@@ -1,5 +1,7 @@
 package backendplugin
 
+import "github.com/dshdev/dsh/plugins/terminal/termapi"
+
 // ServeVersion serves as Serve does, under another protocol version: a
 // plugin built for a future protocol, for the version check.
 func ServeVersion(version uint, nb NewBackend) {
@@ -13,3 +15,9 @@ func ProcessID(c *Client) int {
 	defer c.mu.Unlock()
 	return c.proc.client.ReattachConfig().Pid
 }
+
+// ResultRoundTrip sends r through the protocol's conversion both ways.
+func ResultRoundTrip(r termapi.SendResult) termapi.SendResult { return resultFromPB(resultToPB(r)) }
+
+// FromStatus is fromStatus, for the mapping of gRPC codes.
+var FromStatus = fromStatus

@@ -241,6 +241,18 @@ func (s *server) Signal(ctx context.Context, req *backendpb.SignalRequest) (*bac
 	return &backendpb.SignalResponse{TargetPgid: int64(res.TargetPGID)}, nil
 }
 
+func (s *server) EndCommand(ctx context.Context, req *backendpb.SessionRef) (*backendpb.EndCommandResponse, error) {
+	sess, err := s.session(req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	n, err := sess.EndCommand(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &backendpb.EndCommandResponse{Ended: int64(n)}, nil
+}
+
 // Close closes a session and forgets it once it is gone; a close that
 // fails keeps it, so that the host can retry.
 func (s *server) Close(ctx context.Context, req *backendpb.CloseRequest) (*backendpb.CloseResponse, error) {

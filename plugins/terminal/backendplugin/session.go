@@ -163,6 +163,20 @@ func (s *session) Signal(ctx context.Context, sig termapi.Signal) (termapi.Signa
 	return termapi.SignalResult{TargetPGID: int(res.GetTargetPgid())}, nil
 }
 
+// EndCommand ends, in the plugin, what the latest command started.
+func (s *session) EndCommand(ctx context.Context) (int, error) {
+	if s.isDead() {
+		return 0, s.errGone()
+	}
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	res, err := s.proc.rpc.EndCommand(cctx, &backendpb.SessionRef{SessionId: s.id})
+	if err != nil {
+		return 0, s.callErr(cctx, "end command", err)
+	}
+	return int(res.GetEnded()), nil
+}
+
 // Close closes the session in the plugin. A session whose plugin is gone
 // is closed: its processes went with the plugin's terminal.
 func (s *session) Close(ctx context.Context, reason string) error {

@@ -130,3 +130,9 @@ func (s *Session) retypeLocked(now time.Time) time.Time {
 	s.retypeAt = now.Add(s.retypeEvery)
 	return s.retypeAt
 }
+
+// EndCommand is unsupported: the processes at the far end cannot be told
+// apart from here.
+func (s *Session) EndCommand(ctx context.Context) (int, error) {
+	return termapi.Unsupported{}.EndCommand(ctx)
+}

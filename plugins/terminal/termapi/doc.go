@@ -22,7 +22,19 @@
 // cannot enforce (Policy.Check against its sessions' capabilities); the
 // terminals service checks the session it gets again, so a sandbox or a
 // limit is never weakened in silence. The service fences the policy's
-// confinement per owner while the owner has sessions.
+// confinement per owner while the owner has sessions. A limit below
+// MinLimits is refused by every backend: no shell starts under it.
+//
+// # Limits and what a command leaves behind
+//
+// A session that enforces limits says, on each send's result, which of
+// them its processes ran into while the send ran (SendResult.LimitsHit:
+// the OOM killer ended one of them at the memory limit, a fork was refused
+// at the pids limit), so a caller can tell the model in plain words. A
+// session that can tell what a command started (Capabilities.EndCommand)
+// ends it on request (Session.EndCommand): a caller that gives up on a
+// command at a timeout then leaves no background job, daemon or fork bomb
+// of it running, while the shell and earlier jobs are kept.
 //
 // # Identity
 //

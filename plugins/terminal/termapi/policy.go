@@ -72,6 +72,24 @@ type Limits struct {
 // IsZero reports whether l sets no bound.
 func (l Limits) IsZero() bool { return l == Limits{} }
 
+// MinLimits are the lowest limits a shell can start under: a field of a
+// policy's limits that is set must be at least this.
+var MinLimits = Limits{Memory: 16 << 20, Pids: 8, CPU: 0.01}
+
+// CheckMinimum refuses, with an error wrapping ErrLimitsUnsupported, a
+// field below MinLimits (or negative).
+func (l Limits) CheckMinimum() error {
+	switch {
+	case l.Memory < 0 || l.Memory > 0 && l.Memory < MinLimits.Memory:
+		return &kindError{ErrLimitsUnsupported, fmt.Sprintf("a memory limit must be at least %d MiB; got %d bytes", MinLimits.Memory>>20, l.Memory)}
+	case l.Pids < 0 || l.Pids > 0 && l.Pids < MinLimits.Pids:
+		return &kindError{ErrLimitsUnsupported, fmt.Sprintf("a pids limit must be at least %d; got %d", MinLimits.Pids, l.Pids)}
+	case l.CPU < 0 || l.CPU > 0 && l.CPU < MinLimits.CPU:
+		return &kindError{ErrLimitsUnsupported, fmt.Sprintf("a cpu limit must be at least %g cores; got %g", MinLimits.CPU, l.CPU)}
+	}
+	return nil
+}
+
 // covers reports whether the enforced limits e are at least as tight as l
 // asks, field by field.
 func (l Limits) coveredBy(e Limits) []string {
@@ -125,8 +143,12 @@ func (s Size) Validate() error {
 // Check is the one "refuse what you cannot enforce" check: it reports what
 // of p a session with capabilities c does not enforce, as an error wrapping
 // ErrSandboxUnsupported or ErrLimitsUnsupported, or nil. An empty sandbox
-// mode asks for nothing; so does a zero limit.
+// mode asks for nothing; so does a zero limit. A limit below MinLimits is
+// refused whatever c says: no shell starts under it.
 func (p Policy) Check(c Capabilities) error {
+	if err := p.Limits.CheckMinimum(); err != nil {
+		return err
+	}
 	if p.Sandbox != "" && p.Sandbox != c.Sandbox.Or(SandboxFullAccess) {
 		return fmt.Errorf("%w: sandbox mode %q (the session would run in %q)", ErrSandboxUnsupported, p.Sandbox, c.Sandbox.Or(SandboxFullAccess))
 	}

@@ -126,6 +126,12 @@ type SendResult struct {
 	// far as the backend can see: InputUnknown otherwise, and where it
 	// cannot tell.
 	Input InputMode
+	// LimitsHit are the session's limits its processes ran into while the
+	// send ran, with their values: Memory when the OOM killer ended one of
+	// them at the memory limit, Pids when a fork was refused at the process
+	// limit. Zero fields were not hit; a CPU limit slows and ends nothing,
+	// so it is never reported.
+	LimitsHit Limits
 }
 
 // InputMode is how a terminal hands typed input to the program reading it,

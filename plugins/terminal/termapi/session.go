@@ -56,6 +56,17 @@ type Session interface {
 	// never hard-kills the session's top-level process (SIGKILL while the
 	// shell itself is in the foreground is refused): Close does that.
 	Signal(ctx context.Context, sig Signal) (SignalResult, error)
+	// EndCommand ends, with SIGKILL, what the latest Exec's command started
+	// (Capabilities.EndCommand): its background jobs, daemons and whatever
+	// they forked, a fork bomb included, but never the session's top-level
+	// process, nor processes that were there before the command and what
+	// descends from them, nor the terminal's foreground job while that is
+	// not the shell (signals are for it). A caller that gives up on a
+	// command (a timeout) calls it before it signals the foreground, so that
+	// nothing the command started holds the shell back, and once more when
+	// the shell is back at its prompt. It returns how many processes it
+	// ended.
+	EndCommand(ctx context.Context) (int, error)
 	// Close ends the session: it returns when every process the session
 	// captured is gone, or reports which survived. It is idempotent;
 	// concurrent calls share one close; after a failure a later call retries.
@@ -84,6 +95,9 @@ type Capabilities struct {
 	Sandbox SandboxMode `json:"sandbox"`
 	// Limits are the resource limits enforced on the session's processes.
 	Limits Limits `json:"limits"`
+	// EndCommand: the session can end what a command started
+	// (Session.EndCommand).
+	EndCommand bool `json:"endCommand"`
 }
 
 // Chunk is a run of a session's raw output (Session.Output).

@@ -31,6 +31,11 @@ func (Unsupported) Resize(context.Context, Size) error {
 	return unsupported("resize its terminal")
 }
 
+// EndCommand answers that the session cannot tell what a command started.
+func (Unsupported) EndCommand(context.Context) (int, error) {
+	return 0, unsupported("end what a command started")
+}
+
 // UnsupportedLister answers a Backend's List and Attach with errors that
 // wrap errors.ErrUnsupported, for a backend that keeps no sessions for
 // another caller.

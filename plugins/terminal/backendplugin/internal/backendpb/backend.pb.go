@@ -445,6 +445,7 @@ type Capabilities struct {
 	Sandbox string `protobuf:"bytes,6,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	// The limits enforced on the session.
 	Limits        *Limits `protobuf:"bytes,7,opt,name=limits,proto3" json:"limits,omitempty"`
+	EndCommand    bool    `protobuf:"varint,8,opt,name=end_command,json=endCommand,proto3" json:"end_command,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -526,6 +527,13 @@ func (x *Capabilities) GetLimits() *Limits {
 		return x.Limits
 	}
 	return nil
+}
+
+func (x *Capabilities) GetEndCommand() bool {
+	if x != nil {
+		return x.EndCommand
+	}
+	return false
 }
 
 type ListRequest struct {
@@ -1240,6 +1248,50 @@ func (x *SignalResponse) GetTargetPgid() int64 {
 	return 0
 }
 
+type EndCommandResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ended         int64                  `protobuf:"varint,1,opt,name=ended,proto3" json:"ended,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndCommandResponse) Reset() {
+	*x = EndCommandResponse{}
+	mi := &file_backend_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndCommandResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndCommandResponse) ProtoMessage() {}
+
+func (x *EndCommandResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndCommandResponse.ProtoReflect.Descriptor instead.
+func (*EndCommandResponse) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *EndCommandResponse) GetEnded() int64 {
+	if x != nil {
+		return x.Ended
+	}
+	return 0
+}
+
 type CloseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -1250,7 +1302,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_backend_proto_msgTypes[21]
+	mi := &file_backend_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1314,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[21]
+	mi := &file_backend_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1327,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{21}
+	return file_backend_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CloseRequest) GetSessionId() string {
@@ -1302,7 +1354,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_backend_proto_msgTypes[22]
+	mi := &file_backend_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1314,7 +1366,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[22]
+	mi := &file_backend_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1327,7 +1379,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{22}
+	return file_backend_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CloseResponse) GetStatus() *SessionStatus {
@@ -1351,7 +1403,7 @@ type SendControl struct {
 
 func (x *SendControl) Reset() {
 	*x = SendControl{}
-	mi := &file_backend_proto_msgTypes[23]
+	mi := &file_backend_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1363,7 +1415,7 @@ func (x *SendControl) String() string {
 func (*SendControl) ProtoMessage() {}
 
 func (x *SendControl) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[23]
+	mi := &file_backend_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1376,7 +1428,7 @@ func (x *SendControl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendControl.ProtoReflect.Descriptor instead.
 func (*SendControl) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{23}
+	return file_backend_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SendControl) GetControl() isSendControl_Control {
@@ -1451,7 +1503,7 @@ type SendStart struct {
 
 func (x *SendStart) Reset() {
 	*x = SendStart{}
-	mi := &file_backend_proto_msgTypes[24]
+	mi := &file_backend_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1515,7 @@ func (x *SendStart) String() string {
 func (*SendStart) ProtoMessage() {}
 
 func (x *SendStart) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[24]
+	mi := &file_backend_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1528,7 @@ func (x *SendStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendStart.ProtoReflect.Descriptor instead.
 func (*SendStart) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{24}
+	return file_backend_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SendStart) GetSessionId() string {
@@ -1536,7 +1588,7 @@ type Pull struct {
 
 func (x *Pull) Reset() {
 	*x = Pull{}
-	mi := &file_backend_proto_msgTypes[25]
+	mi := &file_backend_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1548,7 +1600,7 @@ func (x *Pull) String() string {
 func (*Pull) ProtoMessage() {}
 
 func (x *Pull) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[25]
+	mi := &file_backend_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1561,7 +1613,7 @@ func (x *Pull) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pull.ProtoReflect.Descriptor instead.
 func (*Pull) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{25}
+	return file_backend_proto_rawDescGZIP(), []int{26}
 }
 
 type Cancel struct {
@@ -1572,7 +1624,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_backend_proto_msgTypes[26]
+	mi := &file_backend_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1584,7 +1636,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[26]
+	mi := &file_backend_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1597,7 +1649,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{26}
+	return file_backend_proto_rawDescGZIP(), []int{27}
 }
 
 type SendEvent struct {
@@ -1614,7 +1666,7 @@ type SendEvent struct {
 
 func (x *SendEvent) Reset() {
 	*x = SendEvent{}
-	mi := &file_backend_proto_msgTypes[27]
+	mi := &file_backend_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1626,7 +1678,7 @@ func (x *SendEvent) String() string {
 func (*SendEvent) ProtoMessage() {}
 
 func (x *SendEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[27]
+	mi := &file_backend_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1639,7 +1691,7 @@ func (x *SendEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendEvent.ProtoReflect.Descriptor instead.
 func (*SendEvent) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{27}
+	return file_backend_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SendEvent) GetEvent() isSendEvent_Event {
@@ -1706,7 +1758,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_backend_proto_msgTypes[28]
+	mi := &file_backend_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1718,7 +1770,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[28]
+	mi := &file_backend_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1731,7 +1783,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{28}
+	return file_backend_proto_rawDescGZIP(), []int{29}
 }
 
 // Output is what one Send.Output call returned, or its end (io.EOF).
@@ -1745,7 +1797,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_backend_proto_msgTypes[29]
+	mi := &file_backend_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1757,7 +1809,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[29]
+	mi := &file_backend_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1770,7 +1822,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{29}
+	return file_backend_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Output) GetText() []byte {
@@ -1799,14 +1851,16 @@ type Result struct {
 	// program is proven to read it; empty when unknown.
 	Input string `protobuf:"bytes,7,opt,name=input,proto3" json:"input,omitempty"`
 	// raw_end is termapi.SendResult.RawEnd.
-	RawEnd        int64 `protobuf:"varint,8,opt,name=raw_end,json=rawEnd,proto3" json:"raw_end,omitempty"`
+	RawEnd int64 `protobuf:"varint,8,opt,name=raw_end,json=rawEnd,proto3" json:"raw_end,omitempty"`
+	// The limits the session's processes ran into while the send ran.
+	LimitsHit     *Limits `protobuf:"bytes,9,opt,name=limits_hit,json=limitsHit,proto3" json:"limits_hit,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_backend_proto_msgTypes[30]
+	mi := &file_backend_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1818,7 +1872,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[30]
+	mi := &file_backend_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1831,7 +1885,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{30}
+	return file_backend_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Result) GetReason() string {
@@ -1890,6 +1944,13 @@ func (x *Result) GetRawEnd() int64 {
 	return 0
 }
 
+func (x *Result) GetLimitsHit() *Limits {
+	if x != nil {
+		return x.LimitsHit
+	}
+	return nil
+}
+
 type ExecResult struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	State               string                 `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
@@ -1904,7 +1965,7 @@ type ExecResult struct {
 
 func (x *ExecResult) Reset() {
 	*x = ExecResult{}
-	mi := &file_backend_proto_msgTypes[31]
+	mi := &file_backend_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1916,7 +1977,7 @@ func (x *ExecResult) String() string {
 func (*ExecResult) ProtoMessage() {}
 
 func (x *ExecResult) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[31]
+	mi := &file_backend_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1929,7 +1990,7 @@ func (x *ExecResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResult.ProtoReflect.Descriptor instead.
 func (*ExecResult) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{31}
+	return file_backend_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ExecResult) GetState() string {
@@ -1988,7 +2049,7 @@ type ErrorDetail struct {
 
 func (x *ErrorDetail) Reset() {
 	*x = ErrorDetail{}
-	mi := &file_backend_proto_msgTypes[32]
+	mi := &file_backend_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2000,7 +2061,7 @@ func (x *ErrorDetail) String() string {
 func (*ErrorDetail) ProtoMessage() {}
 
 func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[32]
+	mi := &file_backend_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2013,7 +2074,7 @@ func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorDetail.ProtoReflect.Descriptor instead.
 func (*ErrorDetail) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{32}
+	return file_backend_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ErrorDetail) GetSentinel() string {
@@ -2068,7 +2129,7 @@ const file_backend_proto_rawDesc = "" +
 	"\rSpawnResponse\x12\x12\n" +
 	"\x04motd\x18\x01 \x01(\fR\x04motd\x12\x10\n" +
 	"\x03pid\x18\x02 \x01(\x03R\x03pid\x12@\n" +
-	"\fcapabilities\x18\x03 \x01(\v2\x1c.dsh.backend.v2.CapabilitiesR\fcapabilities\"\xcf\x01\n" +
+	"\fcapabilities\x18\x03 \x01(\v2\x1c.dsh.backend.v2.CapabilitiesR\fcapabilities\"\xf0\x01\n" +
 	"\fCapabilities\x12\x12\n" +
 	"\x04exec\x18\x01 \x01(\bR\x04exec\x12\x10\n" +
 	"\x03raw\x18\x02 \x01(\bR\x03raw\x12\x16\n" +
@@ -2077,7 +2138,9 @@ const file_backend_proto_rawDesc = "" +
 	"\vinput_proof\x18\x05 \x01(\bR\n" +
 	"inputProof\x12\x18\n" +
 	"\asandbox\x18\x06 \x01(\tR\asandbox\x12.\n" +
-	"\x06limits\x18\a \x01(\v2\x16.dsh.backend.v2.LimitsR\x06limits\"\r\n" +
+	"\x06limits\x18\a \x01(\v2\x16.dsh.backend.v2.LimitsR\x06limits\x12\x1f\n" +
+	"\vend_command\x18\b \x01(\bR\n" +
+	"endCommand\"\r\n" +
 	"\vListRequest\"G\n" +
 	"\fListResponse\x127\n" +
 	"\bsessions\x18\x01 \x03(\v2\x1b.dsh.backend.v2.SessionInfoR\bsessions\"\xe6\x01\n" +
@@ -2130,7 +2193,9 @@ const file_backend_proto_rawDesc = "" +
 	"\x06signal\x18\x02 \x01(\tR\x06signal\"1\n" +
 	"\x0eSignalResponse\x12\x1f\n" +
 	"\vtarget_pgid\x18\x01 \x01(\x03R\n" +
-	"targetPgid\"E\n" +
+	"targetPgid\"*\n" +
+	"\x12EndCommandResponse\x12\x14\n" +
+	"\x05ended\x18\x01 \x01(\x03R\x05ended\"E\n" +
 	"\fCloseRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
@@ -2162,7 +2227,7 @@ const file_backend_proto_rawDesc = "" +
 	"\aStarted\".\n" +
 	"\x06Output\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\fR\x04text\x12\x10\n" +
-	"\x03eof\x18\x02 \x01(\bR\x03eof\"\x88\x02\n" +
+	"\x03eof\x18\x02 \x01(\bR\x03eof\"\xbf\x02\n" +
 	"\x06Result\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1a\n" +
 	"\bviewport\x18\x02 \x01(\fR\bviewport\x125\n" +
@@ -2171,7 +2236,9 @@ const file_backend_proto_rawDesc = "" +
 	"\x06prompt\x18\x05 \x01(\bR\x06prompt\x12.\n" +
 	"\x04exec\x18\x06 \x01(\v2\x1a.dsh.backend.v2.ExecResultR\x04exec\x12\x14\n" +
 	"\x05input\x18\a \x01(\tR\x05input\x12\x17\n" +
-	"\araw_end\x18\b \x01(\x03R\x06rawEnd\"\xca\x01\n" +
+	"\araw_end\x18\b \x01(\x03R\x06rawEnd\x125\n" +
+	"\n" +
+	"limits_hit\x18\t \x01(\v2\x16.dsh.backend.v2.LimitsR\tlimitsHit\"\xca\x01\n" +
 	"\n" +
 	"ExecResult\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x1b\n" +
@@ -2186,7 +2253,7 @@ const file_backend_proto_rawDesc = "" +
 	"\bsentinel\x18\x01 \x01(\tR\bsentinel\x12\x1f\n" +
 	"\vstart_error\x18\x02 \x01(\tR\n" +
 	"startError\x12#\n" +
-	"\rcleanup_error\x18\x03 \x01(\tR\fcleanupError2\x93\x06\n" +
+	"\rcleanup_error\x18\x03 \x01(\tR\fcleanupError2\xe1\x06\n" +
 	"\aBackend\x12P\n" +
 	"\tConfigure\x12 .dsh.backend.v2.ConfigureRequest\x1a!.dsh.backend.v2.ConfigureResponse\x12D\n" +
 	"\x05Spawn\x12\x1c.dsh.backend.v2.SpawnRequest\x1a\x1d.dsh.backend.v2.SpawnResponse\x12A\n" +
@@ -2196,7 +2263,9 @@ const file_backend_proto_rawDesc = "" +
 	"\x06Resize\x12\x1d.dsh.backend.v2.ResizeRequest\x1a\x1e.dsh.backend.v2.ResizeResponse\x12D\n" +
 	"\x06Output\x12\x1d.dsh.backend.v2.OutputRequest\x1a\x1b.dsh.backend.v2.OutputChunk\x12A\n" +
 	"\x04Read\x12\x1b.dsh.backend.v2.ReadRequest\x1a\x1c.dsh.backend.v2.ReadResponse\x12G\n" +
-	"\x06Signal\x12\x1d.dsh.backend.v2.SignalRequest\x1a\x1e.dsh.backend.v2.SignalResponse\x12D\n" +
+	"\x06Signal\x12\x1d.dsh.backend.v2.SignalRequest\x1a\x1e.dsh.backend.v2.SignalResponse\x12L\n" +
+	"\n" +
+	"EndCommand\x12\x1a.dsh.backend.v2.SessionRef\x1a\".dsh.backend.v2.EndCommandResponse\x12D\n" +
 	"\x05Close\x12\x1c.dsh.backend.v2.CloseRequest\x1a\x1d.dsh.backend.v2.CloseResponse\x12B\n" +
 	"\x04Send\x12\x1b.dsh.backend.v2.SendControl\x1a\x19.dsh.backend.v2.SendEvent(\x010\x01BIZGgithub.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpbb\x06proto3"
 
@@ -2212,41 +2281,42 @@ func file_backend_proto_rawDescGZIP() []byte {
 	return file_backend_proto_rawDescData
 }
 
-var file_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_backend_proto_goTypes = []any{
-	(*ConfigureRequest)(nil),  // 0: dsh.backend.v2.ConfigureRequest
-	(*ConfigureResponse)(nil), // 1: dsh.backend.v2.ConfigureResponse
-	(*SpawnRequest)(nil),      // 2: dsh.backend.v2.SpawnRequest
-	(*Policy)(nil),            // 3: dsh.backend.v2.Policy
-	(*Limits)(nil),            // 4: dsh.backend.v2.Limits
-	(*Size)(nil),              // 5: dsh.backend.v2.Size
-	(*SpawnResponse)(nil),     // 6: dsh.backend.v2.SpawnResponse
-	(*Capabilities)(nil),      // 7: dsh.backend.v2.Capabilities
-	(*ListRequest)(nil),       // 8: dsh.backend.v2.ListRequest
-	(*ListResponse)(nil),      // 9: dsh.backend.v2.ListResponse
-	(*SessionInfo)(nil),       // 10: dsh.backend.v2.SessionInfo
-	(*ResizeRequest)(nil),     // 11: dsh.backend.v2.ResizeRequest
-	(*ResizeResponse)(nil),    // 12: dsh.backend.v2.ResizeResponse
-	(*OutputRequest)(nil),     // 13: dsh.backend.v2.OutputRequest
-	(*OutputChunk)(nil),       // 14: dsh.backend.v2.OutputChunk
-	(*SessionRef)(nil),        // 15: dsh.backend.v2.SessionRef
-	(*SessionStatus)(nil),     // 16: dsh.backend.v2.SessionStatus
-	(*ReadRequest)(nil),       // 17: dsh.backend.v2.ReadRequest
-	(*ReadResponse)(nil),      // 18: dsh.backend.v2.ReadResponse
-	(*SignalRequest)(nil),     // 19: dsh.backend.v2.SignalRequest
-	(*SignalResponse)(nil),    // 20: dsh.backend.v2.SignalResponse
-	(*CloseRequest)(nil),      // 21: dsh.backend.v2.CloseRequest
-	(*CloseResponse)(nil),     // 22: dsh.backend.v2.CloseResponse
-	(*SendControl)(nil),       // 23: dsh.backend.v2.SendControl
-	(*SendStart)(nil),         // 24: dsh.backend.v2.SendStart
-	(*Pull)(nil),              // 25: dsh.backend.v2.Pull
-	(*Cancel)(nil),            // 26: dsh.backend.v2.Cancel
-	(*SendEvent)(nil),         // 27: dsh.backend.v2.SendEvent
-	(*Started)(nil),           // 28: dsh.backend.v2.Started
-	(*Output)(nil),            // 29: dsh.backend.v2.Output
-	(*Result)(nil),            // 30: dsh.backend.v2.Result
-	(*ExecResult)(nil),        // 31: dsh.backend.v2.ExecResult
-	(*ErrorDetail)(nil),       // 32: dsh.backend.v2.ErrorDetail
+	(*ConfigureRequest)(nil),   // 0: dsh.backend.v2.ConfigureRequest
+	(*ConfigureResponse)(nil),  // 1: dsh.backend.v2.ConfigureResponse
+	(*SpawnRequest)(nil),       // 2: dsh.backend.v2.SpawnRequest
+	(*Policy)(nil),             // 3: dsh.backend.v2.Policy
+	(*Limits)(nil),             // 4: dsh.backend.v2.Limits
+	(*Size)(nil),               // 5: dsh.backend.v2.Size
+	(*SpawnResponse)(nil),      // 6: dsh.backend.v2.SpawnResponse
+	(*Capabilities)(nil),       // 7: dsh.backend.v2.Capabilities
+	(*ListRequest)(nil),        // 8: dsh.backend.v2.ListRequest
+	(*ListResponse)(nil),       // 9: dsh.backend.v2.ListResponse
+	(*SessionInfo)(nil),        // 10: dsh.backend.v2.SessionInfo
+	(*ResizeRequest)(nil),      // 11: dsh.backend.v2.ResizeRequest
+	(*ResizeResponse)(nil),     // 12: dsh.backend.v2.ResizeResponse
+	(*OutputRequest)(nil),      // 13: dsh.backend.v2.OutputRequest
+	(*OutputChunk)(nil),        // 14: dsh.backend.v2.OutputChunk
+	(*SessionRef)(nil),         // 15: dsh.backend.v2.SessionRef
+	(*SessionStatus)(nil),      // 16: dsh.backend.v2.SessionStatus
+	(*ReadRequest)(nil),        // 17: dsh.backend.v2.ReadRequest
+	(*ReadResponse)(nil),       // 18: dsh.backend.v2.ReadResponse
+	(*SignalRequest)(nil),      // 19: dsh.backend.v2.SignalRequest
+	(*SignalResponse)(nil),     // 20: dsh.backend.v2.SignalResponse
+	(*EndCommandResponse)(nil), // 21: dsh.backend.v2.EndCommandResponse
+	(*CloseRequest)(nil),       // 22: dsh.backend.v2.CloseRequest
+	(*CloseResponse)(nil),      // 23: dsh.backend.v2.CloseResponse
+	(*SendControl)(nil),        // 24: dsh.backend.v2.SendControl
+	(*SendStart)(nil),          // 25: dsh.backend.v2.SendStart
+	(*Pull)(nil),               // 26: dsh.backend.v2.Pull
+	(*Cancel)(nil),             // 27: dsh.backend.v2.Cancel
+	(*SendEvent)(nil),          // 28: dsh.backend.v2.SendEvent
+	(*Started)(nil),            // 29: dsh.backend.v2.Started
+	(*Output)(nil),             // 30: dsh.backend.v2.Output
+	(*Result)(nil),             // 31: dsh.backend.v2.Result
+	(*ExecResult)(nil),         // 32: dsh.backend.v2.ExecResult
+	(*ErrorDetail)(nil),        // 33: dsh.backend.v2.ErrorDetail
 }
 var file_backend_proto_depIdxs = []int32{
 	3,  // 0: dsh.backend.v2.SpawnRequest.policy:type_name -> dsh.backend.v2.Policy
@@ -2259,41 +2329,44 @@ var file_backend_proto_depIdxs = []int32{
 	7,  // 7: dsh.backend.v2.SessionInfo.capabilities:type_name -> dsh.backend.v2.Capabilities
 	5,  // 8: dsh.backend.v2.ResizeRequest.size:type_name -> dsh.backend.v2.Size
 	16, // 9: dsh.backend.v2.CloseResponse.status:type_name -> dsh.backend.v2.SessionStatus
-	24, // 10: dsh.backend.v2.SendControl.start:type_name -> dsh.backend.v2.SendStart
-	25, // 11: dsh.backend.v2.SendControl.pull:type_name -> dsh.backend.v2.Pull
-	26, // 12: dsh.backend.v2.SendControl.cancel:type_name -> dsh.backend.v2.Cancel
-	28, // 13: dsh.backend.v2.SendEvent.started:type_name -> dsh.backend.v2.Started
-	29, // 14: dsh.backend.v2.SendEvent.output:type_name -> dsh.backend.v2.Output
-	30, // 15: dsh.backend.v2.SendEvent.result:type_name -> dsh.backend.v2.Result
+	25, // 10: dsh.backend.v2.SendControl.start:type_name -> dsh.backend.v2.SendStart
+	26, // 11: dsh.backend.v2.SendControl.pull:type_name -> dsh.backend.v2.Pull
+	27, // 12: dsh.backend.v2.SendControl.cancel:type_name -> dsh.backend.v2.Cancel
+	29, // 13: dsh.backend.v2.SendEvent.started:type_name -> dsh.backend.v2.Started
+	30, // 14: dsh.backend.v2.SendEvent.output:type_name -> dsh.backend.v2.Output
+	31, // 15: dsh.backend.v2.SendEvent.result:type_name -> dsh.backend.v2.Result
 	16, // 16: dsh.backend.v2.Result.status:type_name -> dsh.backend.v2.SessionStatus
-	31, // 17: dsh.backend.v2.Result.exec:type_name -> dsh.backend.v2.ExecResult
-	0,  // 18: dsh.backend.v2.Backend.Configure:input_type -> dsh.backend.v2.ConfigureRequest
-	2,  // 19: dsh.backend.v2.Backend.Spawn:input_type -> dsh.backend.v2.SpawnRequest
-	8,  // 20: dsh.backend.v2.Backend.List:input_type -> dsh.backend.v2.ListRequest
-	15, // 21: dsh.backend.v2.Backend.Attach:input_type -> dsh.backend.v2.SessionRef
-	15, // 22: dsh.backend.v2.Backend.Status:input_type -> dsh.backend.v2.SessionRef
-	11, // 23: dsh.backend.v2.Backend.Resize:input_type -> dsh.backend.v2.ResizeRequest
-	13, // 24: dsh.backend.v2.Backend.Output:input_type -> dsh.backend.v2.OutputRequest
-	17, // 25: dsh.backend.v2.Backend.Read:input_type -> dsh.backend.v2.ReadRequest
-	19, // 26: dsh.backend.v2.Backend.Signal:input_type -> dsh.backend.v2.SignalRequest
-	21, // 27: dsh.backend.v2.Backend.Close:input_type -> dsh.backend.v2.CloseRequest
-	23, // 28: dsh.backend.v2.Backend.Send:input_type -> dsh.backend.v2.SendControl
-	1,  // 29: dsh.backend.v2.Backend.Configure:output_type -> dsh.backend.v2.ConfigureResponse
-	6,  // 30: dsh.backend.v2.Backend.Spawn:output_type -> dsh.backend.v2.SpawnResponse
-	9,  // 31: dsh.backend.v2.Backend.List:output_type -> dsh.backend.v2.ListResponse
-	6,  // 32: dsh.backend.v2.Backend.Attach:output_type -> dsh.backend.v2.SpawnResponse
-	16, // 33: dsh.backend.v2.Backend.Status:output_type -> dsh.backend.v2.SessionStatus
-	12, // 34: dsh.backend.v2.Backend.Resize:output_type -> dsh.backend.v2.ResizeResponse
-	14, // 35: dsh.backend.v2.Backend.Output:output_type -> dsh.backend.v2.OutputChunk
-	18, // 36: dsh.backend.v2.Backend.Read:output_type -> dsh.backend.v2.ReadResponse
-	20, // 37: dsh.backend.v2.Backend.Signal:output_type -> dsh.backend.v2.SignalResponse
-	22, // 38: dsh.backend.v2.Backend.Close:output_type -> dsh.backend.v2.CloseResponse
-	27, // 39: dsh.backend.v2.Backend.Send:output_type -> dsh.backend.v2.SendEvent
-	29, // [29:40] is the sub-list for method output_type
-	18, // [18:29] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	32, // 17: dsh.backend.v2.Result.exec:type_name -> dsh.backend.v2.ExecResult
+	4,  // 18: dsh.backend.v2.Result.limits_hit:type_name -> dsh.backend.v2.Limits
+	0,  // 19: dsh.backend.v2.Backend.Configure:input_type -> dsh.backend.v2.ConfigureRequest
+	2,  // 20: dsh.backend.v2.Backend.Spawn:input_type -> dsh.backend.v2.SpawnRequest
+	8,  // 21: dsh.backend.v2.Backend.List:input_type -> dsh.backend.v2.ListRequest
+	15, // 22: dsh.backend.v2.Backend.Attach:input_type -> dsh.backend.v2.SessionRef
+	15, // 23: dsh.backend.v2.Backend.Status:input_type -> dsh.backend.v2.SessionRef
+	11, // 24: dsh.backend.v2.Backend.Resize:input_type -> dsh.backend.v2.ResizeRequest
+	13, // 25: dsh.backend.v2.Backend.Output:input_type -> dsh.backend.v2.OutputRequest
+	17, // 26: dsh.backend.v2.Backend.Read:input_type -> dsh.backend.v2.ReadRequest
+	19, // 27: dsh.backend.v2.Backend.Signal:input_type -> dsh.backend.v2.SignalRequest
+	15, // 28: dsh.backend.v2.Backend.EndCommand:input_type -> dsh.backend.v2.SessionRef
+	22, // 29: dsh.backend.v2.Backend.Close:input_type -> dsh.backend.v2.CloseRequest
+	24, // 30: dsh.backend.v2.Backend.Send:input_type -> dsh.backend.v2.SendControl
+	1,  // 31: dsh.backend.v2.Backend.Configure:output_type -> dsh.backend.v2.ConfigureResponse
+	6,  // 32: dsh.backend.v2.Backend.Spawn:output_type -> dsh.backend.v2.SpawnResponse
+	9,  // 33: dsh.backend.v2.Backend.List:output_type -> dsh.backend.v2.ListResponse
+	6,  // 34: dsh.backend.v2.Backend.Attach:output_type -> dsh.backend.v2.SpawnResponse
+	16, // 35: dsh.backend.v2.Backend.Status:output_type -> dsh.backend.v2.SessionStatus
+	12, // 36: dsh.backend.v2.Backend.Resize:output_type -> dsh.backend.v2.ResizeResponse
+	14, // 37: dsh.backend.v2.Backend.Output:output_type -> dsh.backend.v2.OutputChunk
+	18, // 38: dsh.backend.v2.Backend.Read:output_type -> dsh.backend.v2.ReadResponse
+	20, // 39: dsh.backend.v2.Backend.Signal:output_type -> dsh.backend.v2.SignalResponse
+	21, // 40: dsh.backend.v2.Backend.EndCommand:output_type -> dsh.backend.v2.EndCommandResponse
+	23, // 41: dsh.backend.v2.Backend.Close:output_type -> dsh.backend.v2.CloseResponse
+	28, // 42: dsh.backend.v2.Backend.Send:output_type -> dsh.backend.v2.SendEvent
+	31, // [31:43] is the sub-list for method output_type
+	19, // [19:31] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_backend_proto_init() }
@@ -2301,12 +2374,12 @@ func file_backend_proto_init() {
 	if File_backend_proto != nil {
 		return
 	}
-	file_backend_proto_msgTypes[23].OneofWrappers = []any{
+	file_backend_proto_msgTypes[24].OneofWrappers = []any{
 		(*SendControl_Start)(nil),
 		(*SendControl_Pull)(nil),
 		(*SendControl_Cancel)(nil),
 	}
-	file_backend_proto_msgTypes[27].OneofWrappers = []any{
+	file_backend_proto_msgTypes[28].OneofWrappers = []any{
 		(*SendEvent_Started)(nil),
 		(*SendEvent_Output)(nil),
 		(*SendEvent_Result)(nil),
@@ -2317,7 +2390,7 @@ func file_backend_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_backend_proto_rawDesc), len(file_backend_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,17 +31,18 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Backend_Configure_FullMethodName = "/dsh.backend.v2.Backend/Configure"
-	Backend_Spawn_FullMethodName     = "/dsh.backend.v2.Backend/Spawn"
-	Backend_List_FullMethodName      = "/dsh.backend.v2.Backend/List"
-	Backend_Attach_FullMethodName    = "/dsh.backend.v2.Backend/Attach"
-	Backend_Status_FullMethodName    = "/dsh.backend.v2.Backend/Status"
-	Backend_Resize_FullMethodName    = "/dsh.backend.v2.Backend/Resize"
-	Backend_Output_FullMethodName    = "/dsh.backend.v2.Backend/Output"
-	Backend_Read_FullMethodName      = "/dsh.backend.v2.Backend/Read"
-	Backend_Signal_FullMethodName    = "/dsh.backend.v2.Backend/Signal"
-	Backend_Close_FullMethodName     = "/dsh.backend.v2.Backend/Close"
-	Backend_Send_FullMethodName      = "/dsh.backend.v2.Backend/Send"
+	Backend_Configure_FullMethodName  = "/dsh.backend.v2.Backend/Configure"
+	Backend_Spawn_FullMethodName      = "/dsh.backend.v2.Backend/Spawn"
+	Backend_List_FullMethodName       = "/dsh.backend.v2.Backend/List"
+	Backend_Attach_FullMethodName     = "/dsh.backend.v2.Backend/Attach"
+	Backend_Status_FullMethodName     = "/dsh.backend.v2.Backend/Status"
+	Backend_Resize_FullMethodName     = "/dsh.backend.v2.Backend/Resize"
+	Backend_Output_FullMethodName     = "/dsh.backend.v2.Backend/Output"
+	Backend_Read_FullMethodName       = "/dsh.backend.v2.Backend/Read"
+	Backend_Signal_FullMethodName     = "/dsh.backend.v2.Backend/Signal"
+	Backend_EndCommand_FullMethodName = "/dsh.backend.v2.Backend/EndCommand"
+	Backend_Close_FullMethodName      = "/dsh.backend.v2.Backend/Close"
+	Backend_Send_FullMethodName       = "/dsh.backend.v2.Backend/Send"
 )
 
 // BackendClient is the client API for Backend service.
@@ -68,6 +69,8 @@ type BackendClient interface {
 	Output(ctx context.Context, in *OutputRequest, opts ...grpc.CallOption) (*OutputChunk, error)
 	Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (*ReadResponse, error)
 	Signal(ctx context.Context, in *SignalRequest, opts ...grpc.CallOption) (*SignalResponse, error)
+	// EndCommand ends what the session's latest command started.
+	EndCommand(ctx context.Context, in *SessionRef, opts ...grpc.CallOption) (*EndCommandResponse, error)
 	Close(ctx context.Context, in *CloseRequest, opts ...grpc.CallOption) (*CloseResponse, error)
 	// Send is one send (typed text or an Exec), from its start to its end.
 	// The first message starts it; the answer is Started or an error. Then
@@ -177,6 +180,16 @@ func (c *backendClient) Signal(ctx context.Context, in *SignalRequest, opts ...g
 	return out, nil
 }
 
+func (c *backendClient) EndCommand(ctx context.Context, in *SessionRef, opts ...grpc.CallOption) (*EndCommandResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EndCommandResponse)
+	err := c.cc.Invoke(ctx, Backend_EndCommand_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *backendClient) Close(ctx context.Context, in *CloseRequest, opts ...grpc.CallOption) (*CloseResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CloseResponse)
@@ -224,6 +237,8 @@ type BackendServer interface {
 	Output(context.Context, *OutputRequest) (*OutputChunk, error)
 	Read(context.Context, *ReadRequest) (*ReadResponse, error)
 	Signal(context.Context, *SignalRequest) (*SignalResponse, error)
+	// EndCommand ends what the session's latest command started.
+	EndCommand(context.Context, *SessionRef) (*EndCommandResponse, error)
 	Close(context.Context, *CloseRequest) (*CloseResponse, error)
 	// Send is one send (typed text or an Exec), from its start to its end.
 	// The first message starts it; the answer is Started or an error. Then
@@ -269,6 +284,9 @@ func (UnimplementedBackendServer) Read(context.Context, *ReadRequest) (*ReadResp
 }
 func (UnimplementedBackendServer) Signal(context.Context, *SignalRequest) (*SignalResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Signal not implemented")
+}
+func (UnimplementedBackendServer) EndCommand(context.Context, *SessionRef) (*EndCommandResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EndCommand not implemented")
 }
 func (UnimplementedBackendServer) Close(context.Context, *CloseRequest) (*CloseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Close not implemented")
@@ -459,6 +477,24 @@ func _Backend_Signal_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Backend_EndCommand_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SessionRef)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BackendServer).EndCommand(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Backend_EndCommand_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BackendServer).EndCommand(ctx, req.(*SessionRef))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Backend_Close_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CloseRequest)
 	if err := dec(in); err != nil {
@@ -526,6 +562,10 @@ var Backend_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Signal",
 			Handler:    _Backend_Signal_Handler,
+		},
+		{
+			MethodName: "EndCommand",
+			Handler:    _Backend_EndCommand_Handler,
 		},
 		{
 			MethodName: "Close",
