@@ -45,8 +45,9 @@
 // the error; then the host pulls output one Output call at a time (a
 // streaming caller keeps one pull ahead, so output flows without a round
 // trip per chunk, and a caller that falls behind holds the terminal back
-// as it does in process); Cancel rides on the same stream; once the send
-// settles, its result, the rest of its output and the end. The errors
+// as it does in process); Cancel rides on the same stream, and the plugin
+// answers it with what Cancel returned there (the send may have settled in
+// the plugin while its result is on the way); once the send settles, its result, the rest of its output and the end. The errors
 // callers branch on (termapi.ErrSendActive, ErrShellBusy, ErrRefuseKillShell
 // and the rest, and *termapi.CleanupError) travel as status details and
 // match errors.Is on the host as they did in the plugin.

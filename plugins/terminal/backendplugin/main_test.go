@@ -25,6 +25,8 @@ func TestMain(m *testing.M) {
 		goleak.VerifyTestMain(m)
 	case "bash":
 		backendplugin.Serve(newBashBackend)
+	case "slow-result":
+		backendplugin.Serve(newSlowResultBackend)
 	case "future":
 		backendplugin.ServeVersion(backendplugin.ProtocolVersion+1, newBashBackend)
 	case "past":
@@ -93,7 +95,14 @@ func pluginScript(t testing.TB, mode string) string {
 // open starts the bash plugin with config and closes it when t ends.
 func open(t testing.TB, config string) *backendplugin.Client {
 	t.Helper()
-	c, err := backendplugin.Open(context.Background(), pluginScript(t, "bash"), json.RawMessage(config), backendplugin.Options{})
+	return openMode(t, "bash", config)
+}
+
+// openMode starts this test binary as a plugin in mode, with config, and
+// closes it when t ends.
+func openMode(t testing.TB, mode, config string) *backendplugin.Client {
+	t.Helper()
+	c, err := backendplugin.Open(context.Background(), pluginScript(t, mode), json.RawMessage(config), backendplugin.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

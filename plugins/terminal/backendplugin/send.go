@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -27,6 +28,12 @@ type send struct {
 	exec      bool               // an Exec, not typed text
 
 	sendMu sync.Mutex // the stream's send side is not safe for concurrent use
+
+	// answersCancel: the plugin answers a Cancel (Started.answers_cancel).
+	answersCancel bool
+	cancelMu      sync.Mutex    // one Cancel waits for its answer at a time
+	answers       chan bool     // Cancel's answers, from receive
+	ended         chan struct{} // closed when receive returns
 
 	mu      sync.Mutex
 	chunks  []string // output received, not yet returned by Output
@@ -68,6 +75,7 @@ func (sn *send) pull(want bool) {
 
 // receive takes the send's events until its stream ends.
 func (sn *send) receive() {
+	defer close(sn.ended)
 	defer sn.stop()
 	for {
 		ev, err := sn.stream.Recv()
@@ -91,6 +99,11 @@ func (sn *send) receive() {
 			}
 		case ev.GetResult() != nil:
 			sn.settleLocked(resultFromPB(ev.GetResult()))
+		case ev.GetCancelAnswer() != nil:
+			select {
+			case sn.answers <- ev.GetCancelAnswer().GetInterrupted():
+			default: // no Cancel waits for it any more
+			}
 		}
 		sn.notify()
 		sn.mu.Unlock()
@@ -192,6 +205,13 @@ func (sn *send) Wait(ctx context.Context) (termapi.SendResult, error) {
 	return sn.result, nil
 }
 
+var cancelMsg = &backendpb.SendControl{Control: &backendpb.SendControl_Cancel{Cancel: &backendpb.Cancel{}}}
+
+// Cancel asks the plugin to cancel the send and returns its answer: the
+// send may have settled there (a proven wait for input) while its result
+// is still on the way, and a caller that took such a Cancel as done would
+// leave the program reading. A plugin that does not answer within the
+// call timeout is a suspect, and its Cancel counts as done.
 func (sn *send) Cancel() bool {
 	sn.mu.Lock()
 	done := sn.done
@@ -199,8 +219,30 @@ func (sn *send) Cancel() bool {
 	if done {
 		return false
 	}
-	sn.control(&backendpb.SendControl{Control: &backendpb.SendControl_Cancel{Cancel: &backendpb.Cancel{}}})
-	return true
+	if !sn.answersCancel {
+		sn.control(cancelMsg) // a plugin built before the answer
+		return true
+	}
+	sn.cancelMu.Lock()
+	defer sn.cancelMu.Unlock()
+	select {
+	case <-sn.answers: // the answer to a Cancel that gave up waiting
+	default:
+	}
+	sn.control(cancelMsg)
+	timer := time.NewTimer(sn.session.proc.opts.CallTimeout)
+	defer timer.Stop()
+	select {
+	case interrupted := <-sn.answers:
+		return interrupted
+	case <-sn.ended:
+		// The plugin ended the stream before it read the Cancel: the send
+		// had settled there, or the plugin is gone and the send with it.
+		return false
+	case <-timer.C:
+		sn.session.proc.suspect()
+		return true
+	}
 }
 
 var _ termapi.Send = (*send)(nil)

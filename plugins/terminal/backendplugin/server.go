@@ -297,7 +297,27 @@ func (s *server) Send(stream grpc.BidiStreamingServer[backendpb.SendControl, bac
 	if err != nil {
 		return toStatus(err)
 	}
-	if err := stream.Send(&backendpb.SendEvent{Event: &backendpb.SendEvent_Started{Started: &backendpb.Started{}}}); err != nil {
+	// Events go out from this goroutine and, for Cancel's answers, from the
+	// one receiving controls; a gRPC stream takes one sender at a time, and
+	// none once this handler has returned.
+	var (
+		sendMu   sync.Mutex
+		returned bool
+	)
+	defer func() {
+		sendMu.Lock()
+		returned = true
+		sendMu.Unlock()
+	}()
+	sendEvent := func(ev *backendpb.SendEvent) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		if returned {
+			return io.EOF
+		}
+		return stream.Send(ev)
+	}
+	if err := sendEvent(&backendpb.SendEvent{Event: &backendpb.SendEvent_Started{Started: &backendpb.Started{AnswersCancel: true}}}); err != nil {
 		return err
 	}
 
@@ -322,7 +342,11 @@ func (s *server) Send(stream grpc.BidiStreamingServer[backendpb.SendControl, bac
 				default:
 				}
 			case msg.GetCancel() != nil:
-				sn.Cancel()
+				// The host cannot know whether the send had settled here
+				// when its Cancel came; the answer tells it. An error means
+				// the stream ended, which the host sees by itself.
+				interrupted := sn.Cancel()
+				_ = sendEvent(&backendpb.SendEvent{Event: &backendpb.SendEvent_CancelAnswer{CancelAnswer: &backendpb.CancelAnswer{Interrupted: interrupted}}})
 			}
 		}
 	}()
@@ -348,7 +372,7 @@ func (s *server) Send(stream grpc.BidiStreamingServer[backendpb.SendControl, bac
 
 	// Until the send settles, output goes out as the host asks for it.
 	sendOutput := func(text string, eof bool) error {
-		return stream.Send(&backendpb.SendEvent{Event: &backendpb.SendEvent_Output{Output: &backendpb.Output{Text: []byte(text), Eof: eof}}})
+		return sendEvent(&backendpb.SendEvent{Event: &backendpb.SendEvent_Output{Output: &backendpb.Output{Text: []byte(text), Eof: eof}}})
 	}
 pulling:
 	for {
@@ -376,7 +400,7 @@ pulling:
 	if waitErr != nil {
 		return toStatus(waitErr)
 	}
-	if err := stream.Send(&backendpb.SendEvent{Event: &backendpb.SendEvent_Result{Result: resultToPB(res)}}); err != nil {
+	if err := sendEvent(&backendpb.SendEvent{Event: &backendpb.SendEvent_Result{Result: resultToPB(res)}}); err != nil {
 		return err
 	}
 	// What is left is bounded now that the send has settled: all of it

@@ -238,7 +238,10 @@ func (s *session) start(ctx context.Context, start *backendpb.SendStart) (termap
 		stop()
 		return nil, s.checkErr(fromStatus("send", err))
 	}
-	sn := &send{session: s, stream: stream, stop: stop, streaming: start.Stream, exec: start.Exec, more: make(chan struct{}, 1), settled: make(chan struct{})}
+	sn := &send{
+		session: s, stream: stream, stop: stop, streaming: start.Stream, exec: start.Exec,
+		more: make(chan struct{}, 1), settled: make(chan struct{}), answers: make(chan bool, 1), ended: make(chan struct{}),
+	}
 	fail := func(err error) (termapi.Send, error) {
 		stop()
 		return nil, s.checkErr(err)
@@ -283,6 +286,7 @@ func (s *session) start(ctx context.Context, start *backendpb.SendStart) (termap
 	if ev.GetStarted() == nil {
 		return fail(errors.New("backendplugin: send: the plugin did not start the send"))
 	}
+	sn.answersCancel = ev.GetStarted().GetAnswersCancel()
 	if start.Stream {
 		sn.pulling = true // output flows at once; the caller drains it
 		sn.control(pullMsg)

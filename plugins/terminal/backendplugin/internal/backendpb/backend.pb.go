@@ -1659,6 +1659,7 @@ type SendEvent struct {
 	//	*SendEvent_Started
 	//	*SendEvent_Output
 	//	*SendEvent_Result
+	//	*SendEvent_CancelAnswer
 	Event         isSendEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1728,6 +1729,15 @@ func (x *SendEvent) GetResult() *Result {
 	return nil
 }
 
+func (x *SendEvent) GetCancelAnswer() *CancelAnswer {
+	if x != nil {
+		if x, ok := x.Event.(*SendEvent_CancelAnswer); ok {
+			return x.CancelAnswer
+		}
+	}
+	return nil
+}
+
 type isSendEvent_Event interface {
 	isSendEvent_Event()
 }
@@ -1744,14 +1754,24 @@ type SendEvent_Result struct {
 	Result *Result `protobuf:"bytes,3,opt,name=result,proto3,oneof"`
 }
 
+type SendEvent_CancelAnswer struct {
+	CancelAnswer *CancelAnswer `protobuf:"bytes,4,opt,name=cancel_answer,json=cancelAnswer,proto3,oneof"`
+}
+
 func (*SendEvent_Started) isSendEvent_Event() {}
 
 func (*SendEvent_Output) isSendEvent_Event() {}
 
 func (*SendEvent_Result) isSendEvent_Event() {}
 
+func (*SendEvent_CancelAnswer) isSendEvent_Event() {}
+
 type Started struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The plugin answers each Cancel with a CancelAnswer. A plugin built
+	// before the answer leaves it false, and a Cancel of its sends is taken
+	// as done.
+	AnswersCancel bool `protobuf:"varint,1,opt,name=answers_cancel,json=answersCancel,proto3" json:"answers_cancel,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1786,6 +1806,59 @@ func (*Started) Descriptor() ([]byte, []int) {
 	return file_backend_proto_rawDescGZIP(), []int{29}
 }
 
+func (x *Started) GetAnswersCancel() bool {
+	if x != nil {
+		return x.AnswersCancel
+	}
+	return false
+}
+
+// CancelAnswer is what the send's Cancel returned in the plugin: false
+// once the send had settled there, whatever the host has seen of it.
+type CancelAnswer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Interrupted   bool                   `protobuf:"varint,1,opt,name=interrupted,proto3" json:"interrupted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelAnswer) Reset() {
+	*x = CancelAnswer{}
+	mi := &file_backend_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelAnswer) ProtoMessage() {}
+
+func (x *CancelAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelAnswer.ProtoReflect.Descriptor instead.
+func (*CancelAnswer) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *CancelAnswer) GetInterrupted() bool {
+	if x != nil {
+		return x.Interrupted
+	}
+	return false
+}
+
 // Output is what one Send.Output call returned, or its end (io.EOF).
 type Output struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1797,7 +1870,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_backend_proto_msgTypes[30]
+	mi := &file_backend_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +1882,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[30]
+	mi := &file_backend_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +1895,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{30}
+	return file_backend_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Output) GetText() []byte {
@@ -1860,7 +1933,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_backend_proto_msgTypes[31]
+	mi := &file_backend_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1872,7 +1945,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[31]
+	mi := &file_backend_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1885,7 +1958,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{31}
+	return file_backend_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Result) GetReason() string {
@@ -1965,7 +2038,7 @@ type ExecResult struct {
 
 func (x *ExecResult) Reset() {
 	*x = ExecResult{}
-	mi := &file_backend_proto_msgTypes[32]
+	mi := &file_backend_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1977,7 +2050,7 @@ func (x *ExecResult) String() string {
 func (*ExecResult) ProtoMessage() {}
 
 func (x *ExecResult) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[32]
+	mi := &file_backend_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1990,7 +2063,7 @@ func (x *ExecResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResult.ProtoReflect.Descriptor instead.
 func (*ExecResult) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{32}
+	return file_backend_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ExecResult) GetState() string {
@@ -2049,7 +2122,7 @@ type ErrorDetail struct {
 
 func (x *ErrorDetail) Reset() {
 	*x = ErrorDetail{}
-	mi := &file_backend_proto_msgTypes[33]
+	mi := &file_backend_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2061,7 +2134,7 @@ func (x *ErrorDetail) String() string {
 func (*ErrorDetail) ProtoMessage() {}
 
 func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[33]
+	mi := &file_backend_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2074,7 +2147,7 @@ func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorDetail.ProtoReflect.Descriptor instead.
 func (*ErrorDetail) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{33}
+	return file_backend_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ErrorDetail) GetSentinel() string {
@@ -2218,13 +2291,17 @@ const file_backend_proto_rawDesc = "" +
 	"timeout_ns\x18\x06 \x01(\x03R\ttimeoutNs\x12\x16\n" +
 	"\x06stream\x18\a \x01(\bR\x06stream\"\x06\n" +
 	"\x04Pull\"\b\n" +
-	"\x06Cancel\"\xad\x01\n" +
+	"\x06Cancel\"\xf2\x01\n" +
 	"\tSendEvent\x123\n" +
 	"\astarted\x18\x01 \x01(\v2\x17.dsh.backend.v2.StartedH\x00R\astarted\x120\n" +
 	"\x06output\x18\x02 \x01(\v2\x16.dsh.backend.v2.OutputH\x00R\x06output\x120\n" +
-	"\x06result\x18\x03 \x01(\v2\x16.dsh.backend.v2.ResultH\x00R\x06resultB\a\n" +
-	"\x05event\"\t\n" +
-	"\aStarted\".\n" +
+	"\x06result\x18\x03 \x01(\v2\x16.dsh.backend.v2.ResultH\x00R\x06result\x12C\n" +
+	"\rcancel_answer\x18\x04 \x01(\v2\x1c.dsh.backend.v2.CancelAnswerH\x00R\fcancelAnswerB\a\n" +
+	"\x05event\"0\n" +
+	"\aStarted\x12%\n" +
+	"\x0eanswers_cancel\x18\x01 \x01(\bR\ranswersCancel\"0\n" +
+	"\fCancelAnswer\x12 \n" +
+	"\vinterrupted\x18\x01 \x01(\bR\vinterrupted\".\n" +
 	"\x06Output\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\fR\x04text\x12\x10\n" +
 	"\x03eof\x18\x02 \x01(\bR\x03eof\"\xbf\x02\n" +
@@ -2281,7 +2358,7 @@ func file_backend_proto_rawDescGZIP() []byte {
 	return file_backend_proto_rawDescData
 }
 
-var file_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_backend_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),   // 0: dsh.backend.v2.ConfigureRequest
 	(*ConfigureResponse)(nil),  // 1: dsh.backend.v2.ConfigureResponse
@@ -2313,10 +2390,11 @@ var file_backend_proto_goTypes = []any{
 	(*Cancel)(nil),             // 27: dsh.backend.v2.Cancel
 	(*SendEvent)(nil),          // 28: dsh.backend.v2.SendEvent
 	(*Started)(nil),            // 29: dsh.backend.v2.Started
-	(*Output)(nil),             // 30: dsh.backend.v2.Output
-	(*Result)(nil),             // 31: dsh.backend.v2.Result
-	(*ExecResult)(nil),         // 32: dsh.backend.v2.ExecResult
-	(*ErrorDetail)(nil),        // 33: dsh.backend.v2.ErrorDetail
+	(*CancelAnswer)(nil),       // 30: dsh.backend.v2.CancelAnswer
+	(*Output)(nil),             // 31: dsh.backend.v2.Output
+	(*Result)(nil),             // 32: dsh.backend.v2.Result
+	(*ExecResult)(nil),         // 33: dsh.backend.v2.ExecResult
+	(*ErrorDetail)(nil),        // 34: dsh.backend.v2.ErrorDetail
 }
 var file_backend_proto_depIdxs = []int32{
 	3,  // 0: dsh.backend.v2.SpawnRequest.policy:type_name -> dsh.backend.v2.Policy
@@ -2333,40 +2411,41 @@ var file_backend_proto_depIdxs = []int32{
 	26, // 11: dsh.backend.v2.SendControl.pull:type_name -> dsh.backend.v2.Pull
 	27, // 12: dsh.backend.v2.SendControl.cancel:type_name -> dsh.backend.v2.Cancel
 	29, // 13: dsh.backend.v2.SendEvent.started:type_name -> dsh.backend.v2.Started
-	30, // 14: dsh.backend.v2.SendEvent.output:type_name -> dsh.backend.v2.Output
-	31, // 15: dsh.backend.v2.SendEvent.result:type_name -> dsh.backend.v2.Result
-	16, // 16: dsh.backend.v2.Result.status:type_name -> dsh.backend.v2.SessionStatus
-	32, // 17: dsh.backend.v2.Result.exec:type_name -> dsh.backend.v2.ExecResult
-	4,  // 18: dsh.backend.v2.Result.limits_hit:type_name -> dsh.backend.v2.Limits
-	0,  // 19: dsh.backend.v2.Backend.Configure:input_type -> dsh.backend.v2.ConfigureRequest
-	2,  // 20: dsh.backend.v2.Backend.Spawn:input_type -> dsh.backend.v2.SpawnRequest
-	8,  // 21: dsh.backend.v2.Backend.List:input_type -> dsh.backend.v2.ListRequest
-	15, // 22: dsh.backend.v2.Backend.Attach:input_type -> dsh.backend.v2.SessionRef
-	15, // 23: dsh.backend.v2.Backend.Status:input_type -> dsh.backend.v2.SessionRef
-	11, // 24: dsh.backend.v2.Backend.Resize:input_type -> dsh.backend.v2.ResizeRequest
-	13, // 25: dsh.backend.v2.Backend.Output:input_type -> dsh.backend.v2.OutputRequest
-	17, // 26: dsh.backend.v2.Backend.Read:input_type -> dsh.backend.v2.ReadRequest
-	19, // 27: dsh.backend.v2.Backend.Signal:input_type -> dsh.backend.v2.SignalRequest
-	15, // 28: dsh.backend.v2.Backend.EndCommand:input_type -> dsh.backend.v2.SessionRef
-	22, // 29: dsh.backend.v2.Backend.Close:input_type -> dsh.backend.v2.CloseRequest
-	24, // 30: dsh.backend.v2.Backend.Send:input_type -> dsh.backend.v2.SendControl
-	1,  // 31: dsh.backend.v2.Backend.Configure:output_type -> dsh.backend.v2.ConfigureResponse
-	6,  // 32: dsh.backend.v2.Backend.Spawn:output_type -> dsh.backend.v2.SpawnResponse
-	9,  // 33: dsh.backend.v2.Backend.List:output_type -> dsh.backend.v2.ListResponse
-	6,  // 34: dsh.backend.v2.Backend.Attach:output_type -> dsh.backend.v2.SpawnResponse
-	16, // 35: dsh.backend.v2.Backend.Status:output_type -> dsh.backend.v2.SessionStatus
-	12, // 36: dsh.backend.v2.Backend.Resize:output_type -> dsh.backend.v2.ResizeResponse
-	14, // 37: dsh.backend.v2.Backend.Output:output_type -> dsh.backend.v2.OutputChunk
-	18, // 38: dsh.backend.v2.Backend.Read:output_type -> dsh.backend.v2.ReadResponse
-	20, // 39: dsh.backend.v2.Backend.Signal:output_type -> dsh.backend.v2.SignalResponse
-	21, // 40: dsh.backend.v2.Backend.EndCommand:output_type -> dsh.backend.v2.EndCommandResponse
-	23, // 41: dsh.backend.v2.Backend.Close:output_type -> dsh.backend.v2.CloseResponse
-	28, // 42: dsh.backend.v2.Backend.Send:output_type -> dsh.backend.v2.SendEvent
-	31, // [31:43] is the sub-list for method output_type
-	19, // [19:31] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	31, // 14: dsh.backend.v2.SendEvent.output:type_name -> dsh.backend.v2.Output
+	32, // 15: dsh.backend.v2.SendEvent.result:type_name -> dsh.backend.v2.Result
+	30, // 16: dsh.backend.v2.SendEvent.cancel_answer:type_name -> dsh.backend.v2.CancelAnswer
+	16, // 17: dsh.backend.v2.Result.status:type_name -> dsh.backend.v2.SessionStatus
+	33, // 18: dsh.backend.v2.Result.exec:type_name -> dsh.backend.v2.ExecResult
+	4,  // 19: dsh.backend.v2.Result.limits_hit:type_name -> dsh.backend.v2.Limits
+	0,  // 20: dsh.backend.v2.Backend.Configure:input_type -> dsh.backend.v2.ConfigureRequest
+	2,  // 21: dsh.backend.v2.Backend.Spawn:input_type -> dsh.backend.v2.SpawnRequest
+	8,  // 22: dsh.backend.v2.Backend.List:input_type -> dsh.backend.v2.ListRequest
+	15, // 23: dsh.backend.v2.Backend.Attach:input_type -> dsh.backend.v2.SessionRef
+	15, // 24: dsh.backend.v2.Backend.Status:input_type -> dsh.backend.v2.SessionRef
+	11, // 25: dsh.backend.v2.Backend.Resize:input_type -> dsh.backend.v2.ResizeRequest
+	13, // 26: dsh.backend.v2.Backend.Output:input_type -> dsh.backend.v2.OutputRequest
+	17, // 27: dsh.backend.v2.Backend.Read:input_type -> dsh.backend.v2.ReadRequest
+	19, // 28: dsh.backend.v2.Backend.Signal:input_type -> dsh.backend.v2.SignalRequest
+	15, // 29: dsh.backend.v2.Backend.EndCommand:input_type -> dsh.backend.v2.SessionRef
+	22, // 30: dsh.backend.v2.Backend.Close:input_type -> dsh.backend.v2.CloseRequest
+	24, // 31: dsh.backend.v2.Backend.Send:input_type -> dsh.backend.v2.SendControl
+	1,  // 32: dsh.backend.v2.Backend.Configure:output_type -> dsh.backend.v2.ConfigureResponse
+	6,  // 33: dsh.backend.v2.Backend.Spawn:output_type -> dsh.backend.v2.SpawnResponse
+	9,  // 34: dsh.backend.v2.Backend.List:output_type -> dsh.backend.v2.ListResponse
+	6,  // 35: dsh.backend.v2.Backend.Attach:output_type -> dsh.backend.v2.SpawnResponse
+	16, // 36: dsh.backend.v2.Backend.Status:output_type -> dsh.backend.v2.SessionStatus
+	12, // 37: dsh.backend.v2.Backend.Resize:output_type -> dsh.backend.v2.ResizeResponse
+	14, // 38: dsh.backend.v2.Backend.Output:output_type -> dsh.backend.v2.OutputChunk
+	18, // 39: dsh.backend.v2.Backend.Read:output_type -> dsh.backend.v2.ReadResponse
+	20, // 40: dsh.backend.v2.Backend.Signal:output_type -> dsh.backend.v2.SignalResponse
+	21, // 41: dsh.backend.v2.Backend.EndCommand:output_type -> dsh.backend.v2.EndCommandResponse
+	23, // 42: dsh.backend.v2.Backend.Close:output_type -> dsh.backend.v2.CloseResponse
+	28, // 43: dsh.backend.v2.Backend.Send:output_type -> dsh.backend.v2.SendEvent
+	32, // [32:44] is the sub-list for method output_type
+	20, // [20:32] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_backend_proto_init() }
@@ -2383,6 +2462,7 @@ func file_backend_proto_init() {
 		(*SendEvent_Started)(nil),
 		(*SendEvent_Output)(nil),
 		(*SendEvent_Result)(nil),
+		(*SendEvent_CancelAnswer)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2390,7 +2470,7 @@ func file_backend_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_backend_proto_rawDesc), len(file_backend_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
