@@ -71,6 +71,9 @@ func (s *Session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Se
 	sn := newSend(s, req.Stream, s.Deadline(now, req.Timeout), c)
 	sn.exec = true
 	s.cur, s.Holder, s.Live, s.idle = c, sn, sn, false
+	// An interrupt still watched was the previous command's: typed again
+	// now, it would reach this one.
+	s.retype = 0
 	s.lastOutput = now
 	s.resetProbeLocked(now)
 	c.typed = appendCommandLines(nil, req.Command, c.nonce, s.echoing)

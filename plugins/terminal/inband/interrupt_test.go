@@ -49,3 +49,43 @@ func awaitWritten(t *testing.T, s *Session) {
 		runtime.Gosched()
 	}
 }
+
+// An interrupt typed again (the retype of a character that may have been
+// lost) is for the command it interrupted: once that command is over, it
+// must not reach the next one, even one started at once.
+func TestRetypeEndsWithItsCommand(t *testing.T) {
+	s := spawn(t)
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		send, err := s.Exec(ctx, termapi.ExecRequest{Command: "cat", Stream: true, Timeout: waitLong})
+		if err != nil {
+			t.Fatal(err)
+		}
+		awaitBegun(t, s)
+		send.Cancel()
+		if _, res := drain(t, ctx, send); !res.Prompt {
+			t.Fatalf("an interrupted cat settled %s", res.Reason)
+		}
+		cancel()
+		// The retype would land within its first 250 ms.
+		mustComplete(t, s, "sleep 0.6; echo done", 0)
+	}
+}
+
+// awaitBegun waits until the shell has taken the current command's line
+// (its begin marker). Nothing else shows it, so this polls.
+func awaitBegun(t *testing.T, s *Session) {
+	deadline := time.Now().Add(waitLong)
+	for {
+		s.mu.Lock()
+		begun := s.cur != nil && s.cur.begun
+		s.mu.Unlock()
+		if begun {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the shell never took the command's line")
+		}
+		runtime.Gosched()
+	}
+}

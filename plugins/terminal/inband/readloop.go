@@ -212,6 +212,7 @@ func (s *Session) promptLocked(status int) {
 			return // the prompt the shell showed before it took the line
 		}
 		c.over = true
+		s.retype = 0 // nothing is left to interrupt
 		c.res.Notices = c.notices.Take()
 	}
 	s.idle = true
