@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,10 @@ const (
 	timeoutHeader     = "Your command timed out after %s seconds or experienced an OOM error. Below is partial output:"
 	exitCodeLine      = "[exit code: %d]"
 	interactiveNotice = "[The command was waiting for interactive input, which this tool does not provide, so it was interrupted. Pass input non-interactively: arguments, a pipe, a here-document, or a --yes style flag.]"
+	// silenceNotice replaces interactiveNotice where the backend cannot
+	// prove a wait for input (Capabilities.InputProof) and the command
+	// was only silent.
+	silenceNotice     = "[The command printed nothing for %s s, and this shell's backend cannot tell a program waiting for input from a quiet one, so it was taken to be waiting and interrupted. Pass input non-interactively: arguments, a pipe, a here-document, or a --yes style flag; run a long, quiet command in the background (`cmd > log 2>&1 &`).]"
 	strayHeader       = "[output from background jobs since the previous call]"
 	abandonedShell    = "[The shell had exited before this command: %s. The command ran in a new shell.]"
 	unusableShell     = "[The shell was not at its prompt (a program had taken its terminal), so it was replaced. The command ran in a new shell.]"
@@ -175,6 +180,8 @@ type run struct {
 	held *heldTail
 	// hits are the limits the shell's processes ran into during the call.
 	hits termapi.Limits
+	// lastOut is when the command last printed, or began.
+	lastOut time.Time
 }
 
 func (r *run) terms() *terminal.Service { return r.p.terms }
@@ -205,6 +212,7 @@ func (r *run) execute(command string) (string, error) {
 		r.exit, r.notices, r.pending = -1, "", ""
 		r.prefix = append(r.prefix, secretAbandoned)
 	}
+	r.lastOut = time.Now()
 
 	// Sends run under the call's context without its deadline: a send that
 	// outlives it is not cancelled (a SIGINT), because what happens to the
@@ -273,6 +281,11 @@ func (r *run) follow(command string, send termapi.Send) (string, error) {
 			return r.interrupt()
 		case res.Reason == termapi.WaitStdinRead:
 			return r.interrupt()
+		case res.Reason == termapi.WaitInferredIdle && !r.st.proven:
+			// Silence is all a backend without the proof can tell: take it
+			// for a wait, as such backends promise, rather than hold the
+			// call until timeoutMs.
+			return r.interruptEnded(fmt.Sprintf(silenceNotice, silentFor(r.lastOut)), "silent, taken to wait for input, interrupted")
 		}
 		// Silence or the backend's own bound, without proof of anything:
 		// the command is still running. Wait again.
@@ -332,6 +345,7 @@ func (r *run) ensureShell() error {
 		return fmt.Errorf("bash: %w", err)
 	}
 	r.setShell(info.ID)
+	r.st.proven = info.Capabilities.InputProof
 	return nil
 }
 
@@ -397,6 +411,7 @@ func (r *run) drain(send termapi.Send) (termapi.SendResult, error) {
 		}
 		// A held line comes again, completed, at the start of text.
 		r.pending = ""
+		r.lastOut = time.Now()
 		if r.held != nil {
 			r.held.write(text)
 		} else {
@@ -442,8 +457,15 @@ func (r *run) interrupt() (string, error) { return r.interruptWith(interactiveNo
 
 // interruptWith is interrupt, with notice as the line that says why.
 func (r *run) interruptWith(notice string) (string, error) {
+	return r.interruptEnded(notice, "waited for input, interrupted")
+}
+
+// interruptEnded is interruptWith for a command that waits for input or,
+// where the backend cannot prove it, is silent; ended is what the audit
+// log says.
+func (r *run) interruptEnded(notice, ended string) (string, error) {
 	r.p.stats.stdinInterrupts.Add(1)
-	host.Note(r.parent, "ended", "waited for input, interrupted")
+	host.Note(r.parent, "ended", ended)
 	o, _, res, err := r.signalUntilPrompt(interruptSignals, func(termapi.Signal) time.Duration { return interruptStep })
 	switch {
 	case r.ctx.Err() != nil:
@@ -464,6 +486,11 @@ func (r *run) interruptWith(notice string) (string, error) {
 	out := r.renderOutput()
 	r.reset(reasonStuck)
 	return r.result(out, notice, resetNotice), nil
+}
+
+// silentFor says how long ago since was, in seconds to a tenth.
+func silentFor(since time.Time) string {
+	return strconv.FormatFloat(time.Since(since).Round(100*time.Millisecond).Seconds(), 'f', -1, 64)
 }
 
 // respond renders a call whose command ended: its output, its job

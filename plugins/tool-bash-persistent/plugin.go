@@ -75,6 +75,9 @@ type ownerState struct {
 	queue  fifo
 
 	shellID string // "" when the owner has no shell
+	// proven: the shell's backend proves a wait for input
+	// (Capabilities.InputProof); without it silence is taken for one.
+	proven bool
 	// listed is shellID for the invariants, and retired the shells the
 	// owner had before; both guarded by plugin.mu.
 	listed  string
