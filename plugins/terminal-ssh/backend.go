@@ -31,6 +31,9 @@ type Backend struct {
 	log *slog.Logger
 	// afterDial, when set, runs once a spawn's connection is up (tests).
 	afterDial func()
+	// noProof leaves sessions without the stdin proof, as on a far end
+	// without /proc (tests).
+	noProof bool
 
 	sessions backendkit.Sessions[*inband.Session]
 }
@@ -111,6 +114,7 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 		StartErr:   ErrRemoteShell,
 		Idle:       ms(b.cfg.IdleSilenceMs),
 		Timeout:    ms(b.cfg.TimeoutMs),
+		StartProof: b.startProof(link),
 		Log:        b.log.With("session", spec.SessionID),
 		Forget:     b.sessions.Remove,
 	})
@@ -165,6 +169,40 @@ func (b *Backend) open(client *ssh.Client, size termapi.Size) (*sshLink, error) 
 		return nil, fmt.Errorf("%w: %s: start bash: %v", ErrRemoteShell, addr, err)
 	}
 	return newLink(client, remote, stdin, stdout, time.Duration(b.cfg.KeepaliveSeconds)*time.Second, b.log), nil
+}
+
+// startProof returns what starts the stdin proof of the shell on link: a
+// probe in a second session of the same connection (inband.RemoteProof),
+// which reads the remote /proc. Nil when the config turns it off.
+func (b *Backend) startProof(link *sshLink) func(context.Context, int) (inband.Prober, error) {
+	if b.noProof {
+		return nil
+	}
+	return func(ctx context.Context, pid int) (inband.Prober, error) {
+		probe, err := link.client.NewSession()
+		if err != nil {
+			return nil, fmt.Errorf("open a session for the stdin probe: %w", err)
+		}
+		stdin, err := probe.StdinPipe()
+		if err != nil {
+			probe.Close()
+			return nil, err
+		}
+		stdout, err := probe.StdoutPipe()
+		if err != nil {
+			probe.Close()
+			return nil, err
+		}
+		if err := probe.Start(inband.ProbeCommand(pid)); err != nil {
+			probe.Close()
+			return nil, fmt.Errorf("start the stdin probe: %w", err)
+		}
+		proof, err := inband.StartRemoteProof(ctx, stdout, stdin, probe)
+		if err != nil {
+			return nil, err
+		}
+		return proof, nil
+	}
 }
 
 // Close closes every live session of the backend, and makes later spawns

@@ -11,10 +11,9 @@ import (
 
 // TestConformance runs the terminals contract against sessions on the
 // shared server. `read line` blocks the shell itself reading the terminal:
-// over SSH that is only ever inferred (silence), and ^C reaches it at any
-// moment, so the interrupt checks are exact. The silence bound is short
-// enough for the stdin-wait check and far above the time a quick command
-// takes.
+// the probe beside the shell proves it from the remote /proc, and ^C
+// reaches it at any moment, so the interrupt checks are exact. The silence
+// bound is far above the time a quick command takes.
 func TestConformance(t *testing.T) {
 	terminaltest.CheckGoroutines(t)
 	terminaltest.TestBackend(t, func(t *testing.T) termapi.Backend {
@@ -27,7 +26,7 @@ func TestConformance(t *testing.T) {
 		AnswerCommand:   func(prefix string) string { return `read -r line; printf '%s\n' "` + prefix + `$line"` },
 		LineCommand:     "stty sane 2>/dev/null; read line",
 		SecretCommand:   "stty sane 2>/dev/null; read -s line",
-		ProvesStdinWait: false,
+		ProvesStdinWait: true,
 		ExitCommand:     "exit 3",
 		StatusCommand:   func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },
 		SizeCommand:     "stty size",

@@ -22,15 +22,23 @@
 // environment is the one the server gives its logins.
 //
 // Besides the session's own goroutines (see package inband), a keepalive
-// goroutine probes the connection.
+// goroutine probes the connection, and one reads the stdin probe's answers.
 //
 // # The shell protocol
 //
 // Everything above the connection is package inband: the plumbing typed at
 // startup, the per-command nonce and markers, readiness, output and
-// signals (^C and ^Z typed into the PTY). There is no stdin proof over
-// SSH: nothing here can see the remote processes, so ProvesStdinWait is
-// false and a program waiting for input settles by silence.
+// signals (^C and ^Z typed into the PTY).
+//
+// # The stdin proof
+//
+// Once the shell is up, a second session of the same connection runs
+// inband's probe (bash, reading the remote /proc with builtins only) beside
+// it: a program blocked reading the terminal is proven so, as locally,
+// within tens of milliseconds, and the session reports InputProof. A host
+// without Linux's /proc (or bash) refuses the probe; its sessions report no
+// proof, and a program waiting for input settles by silence
+// (idleSilenceMs). The probe ends with the connection.
 //
 // # Close
 //

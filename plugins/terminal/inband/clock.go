@@ -6,7 +6,8 @@ import (
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
-// Bounds on the stdin proof's cadence (Options.WaitingForInput). The first
+// Bounds on the stdin proof's cadence (Options.WaitingForInput, or the
+// prober's). The first
 // check comes probeMin after the last output: output still in flight on
 // the link would otherwise miss the send it belongs to. Then the interval
 // doubles, up to ProbeMax.
@@ -94,7 +95,7 @@ func (s *Session) timeSendLocked(now time.Time) (time.Time, *send) {
 	if quiet.Before(next) {
 		next = quiet
 	}
-	if s.opts.WaitingForInput != nil && !s.paused {
+	if s.proof != nil && !s.paused {
 		due := s.lastOutput
 		if s.lastProbe.After(due) {
 			due = s.lastProbe
@@ -123,9 +124,9 @@ func (s *Session) resetProbeLocked(now time.Time) {
 // its read, and the next check will judge again after it.
 func (s *Session) prove(sn *send) {
 	s.mu.Lock()
-	before := s.lastOutput
+	before, proof := s.lastOutput, s.proof
 	s.mu.Unlock()
-	waiting, err := s.opts.WaitingForInput()
+	waiting, err := proof()
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -29,6 +29,14 @@ func (s *Session) Close(ctx context.Context, reason string) error {
 		s.log.Debug("closing the session", "reason", reason)
 		close(s.quit)
 		s.closeLink()
+		s.mu.Lock()
+		prober := s.prober
+		s.mu.Unlock()
+		if prober != nil {
+			if err := prober.Close(); err != nil {
+				s.log.Debug("closing the stdin probe", "err", err)
+			}
+		}
 	})
 	for _, done := range []chan struct{}{s.readDone, s.waitDone, s.clockDone, s.writeDone} {
 		select {

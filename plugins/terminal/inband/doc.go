@@ -82,13 +82,26 @@
 // stopped shell cannot be seen).
 //
 // The stdin proof (a program blocked reading the terminal: cat, read, a
-// REPL, a pager, a password prompt) exists only where the link can see
-// the far end's processes and says so with Options.WaitingForInput (a
-// container on this machine, through its host pid). The session asks it
-// 20 ms after the last output, then at doubling intervals up to
+// REPL, a pager, a password prompt) comes from the far end's processes.
+// A link that sees them from here says so with Options.WaitingForInput (a
+// container on this machine, through its host pid). Otherwise a backend
+// that can run a second program beside the shell (another session of the
+// same SSH connection, another exec in the container) gives
+// Options.StartProof: the plumbing reports the shell's pid ($$) with a
+// marker of the session's token before the first prompt, and the backend
+// starts probe.sh there (RemoteProof), which answers each question from
+// the far /proc with bash builtins only: a job's thread blocked in read or
+// readv on the terminal, or, where the syscall files are closed to it
+// (Yama's ptrace_scope 1), sleeping where the kernel's terminal read sleeps
+// with nothing else open that could put it there; the shell's own read
+// builtin, told from the read at its prompt, which the probe learns at the
+// start. Relays that poll the terminal and a socket never count. A far end
+// without Linux's /proc or bash refuses the probe, and the session has no
+// proof (Capabilities.InputProof false). The session asks the proof 20 ms
+// after the last output, then at doubling intervals up to
 // Options.ProbeMax, and settles the send as stdin_read (without Prompt)
-// when it proves a wait and nothing was printed meanwhile. Without it,
-// such a send settles as inferred_idle after the silence bound.
+// when it proves a wait and nothing was printed meanwhile. Without a
+// proof, such a send settles as inferred_idle after the silence bound.
 //
 // # Output
 //

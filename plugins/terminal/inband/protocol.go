@@ -40,13 +40,16 @@ const (
 	// markPrompt: P;<token>;<status>. The shell is at its prompt; status is
 	// $? (an abandoned line's, after an interrupt).
 	markPrompt = 'P'
+	// markShell: I;<token>;<pid>. The shell's process id, as the far end
+	// numbers it ($$), once, before its first prompt.
+	markShell = 'I'
 )
 
 // marker is one parsed marker.
 type marker struct {
 	kind   byte
-	id     string // the nonce (begin, end) or the session's token (prompt)
-	status int    // -1 when the shell did not say
+	id     string // the nonce (begin, end) or the session's token (prompt, shell)
+	status int    // -1 when the shell did not say; the pid for markShell
 }
 
 // parseMarker parses a marker's payload (between the prefix and BEL).
@@ -58,10 +61,10 @@ func parseMarker(p []byte) (marker, bool) {
 	m := marker{kind: f[0][0], id: f[1], status: -1}
 	switch {
 	case m.kind == markBegin && len(f) == 2:
-	case (m.kind == markEnd || m.kind == markPrompt) && len(f) == 3:
+	case (m.kind == markEnd || m.kind == markPrompt || m.kind == markShell) && len(f) == 3:
 		if n, err := strconv.Atoi(f[2]); err == nil && n >= 0 {
 			m.status = n
-		} else if m.kind == markEnd {
+		} else if m.kind != markPrompt {
 			return marker{}, false
 		}
 	default:
@@ -161,8 +164,9 @@ const exitBadWorkdir = 97
 
 // plumbing is the script the startup line evals: the prompt, the begin and
 // end reports, and the hook that keeps them working whatever a command
-// does. Its last act is the first prompt, whose marker says the session is
-// ready.
+// does. It reports the shell's pid, for a stdin proof beside it
+// (Options.StartProof). Its last act is the first prompt, whose marker
+// says the session is ready.
 func plumbing(token, dir string, echoOff bool) string {
 	cd := ""
 	if dir != "" {
@@ -254,4 +258,5 @@ __dsh_p() {
 __dsh_q() { builtin return "$__dsh_s"; }
 builtin readonly -f __dsh_b __dsh_e __dsh_f __dsh_p __dsh_q
 PROMPT_COMMAND='\__dsh_p'
+builtin printf '\e]6973;I;@TOKEN@;%s\a' "$$" >/dev/tty
 @CD@`

@@ -177,6 +177,10 @@ func (s *Session) markerLocked(payload []byte) {
 		if m.id == s.token {
 			s.promptLocked(m.status)
 		}
+	case markShell:
+		if !s.ready && m.id == s.token {
+			s.farPID = m.status
+		}
 	}
 }
 

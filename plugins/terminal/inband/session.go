@@ -74,6 +74,14 @@ type Options struct {
 	// asks it while a send waits for output, a few milliseconds after the
 	// last output and then less often, up to every ProbeMax.
 	WaitingForInput func() (bool, error)
+	// StartProof, when set and WaitingForInput is not, starts a stdin
+	// proof beside the shell once it has shown its first prompt, given the
+	// shell's pid as the far end numbers it ($$, which the plumbing
+	// reports): a probe on a second channel of the same connection, or
+	// another exec in the same container (see RemoteProof). An error
+	// leaves the session without a proof, which its capabilities then say.
+	// The session closes the prober when it closes.
+	StartProof func(ctx context.Context, farPID int) (Prober, error)
 	// ProbeMax caps the interval between two WaitingForInput checks
 	// (default 250 ms).
 	ProbeMax time.Duration
@@ -144,6 +152,13 @@ type Session struct {
 	// lastOutput is when the terminal last printed, or when the live send
 	// began if that is later: silence counts from it.
 	lastOutput time.Time
+	// farPID is the shell's pid as the far end numbers it, as the
+	// plumbing reported it at startup; 0 until then.
+	farPID int
+	// proof is the stdin proof (Options.WaitingForInput, or the prober's);
+	// nil for none. It is set before the session is handed out.
+	proof  func() (bool, error)
+	prober Prober
 	// probeEvery is the interval of the next WaitingForInput check,
 	// growing from probeMin to ProbeMax while the terminal stays quiet;
 	// lastProbe is when the last one ended.
@@ -186,6 +201,7 @@ func newSession(link Link, o Options) *Session {
 		writeDone: make(chan struct{}),
 		startTail: screen.NewPending(startTailBytes, false),
 		status:    termapi.Running,
+		proof:     o.WaitingForInput,
 	}
 	s.Init(&s.mu, &s.status, backendkit.CoreConfig{
 		Who:         o.Prefix + ": session " + o.ID,
@@ -228,12 +244,15 @@ func (s *Session) PID() int { return s.opts.PID }
 // output and resize always; the stdin proof where the link gives one;
 // hand-over, the sandbox and the limits as the backend said.
 func (s *Session) Capabilities() termapi.Capabilities {
+	s.mu.Lock()
+	proof := s.proof != nil
+	s.mu.Unlock()
 	return termapi.Capabilities{
 		Exec:       true,
 		Raw:        true,
 		Resize:     true,
 		Attach:     s.opts.Attachable,
-		InputProof: s.opts.WaitingForInput != nil,
+		InputProof: proof,
 		Sandbox:    s.opts.Sandbox.Or(termapi.SandboxFullAccess),
 		Limits:     s.opts.Limits,
 	}

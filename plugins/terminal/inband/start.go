@@ -23,7 +23,11 @@ const closeBudget = 10 * time.Second
 func Start(ctx context.Context, link Link, dir string, o Options) (*Session, error) {
 	s := newSession(link, o)
 	s.start()
-	if err := s.awaitStartup(ctx, dir); err != nil {
+	err := s.awaitStartup(ctx, dir)
+	if err == nil {
+		err = s.startProof(ctx)
+	}
+	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeBudget)
 		defer cancel()
 		if cerr := s.Close(cctx, "startup failed"); cerr != nil {
@@ -64,4 +68,35 @@ func (s *Session) awaitStartup(ctx context.Context, dir string) error {
 		return fmt.Errorf("%w: %s: cannot enter the working directory %q: %q", sentinel, where, dir, tail)
 	}
 	return fmt.Errorf("%w: %s: the shell ended during startup (%s); the terminal showed: %q", sentinel, where, res.Status, tail)
+}
+
+// startProof starts the stdin proof beside the shell, where the backend
+// offers one (Options.StartProof). A far end that cannot serve it leaves
+// the session without; only the end of ctx fails the start.
+func (s *Session) startProof(ctx context.Context) error {
+	s.mu.Lock()
+	pid, have := s.farPID, s.proof != nil
+	s.mu.Unlock()
+	if s.opts.StartProof == nil || have {
+		return nil
+	}
+	if pid <= 0 {
+		s.log.Info("no stdin proof: the shell did not report its pid")
+		return nil
+	}
+	p, err := s.opts.StartProof(ctx, pid)
+	switch {
+	case ctx.Err() != nil:
+		if p != nil {
+			p.Close()
+		}
+		return fmt.Errorf("%s: %s: starting the stdin probe: %w", s.opts.Prefix, s.opts.Where, context.Cause(ctx))
+	case err != nil:
+		s.log.Info("no stdin proof: a program waiting for input is inferred from silence", "err", err)
+		return nil
+	}
+	s.mu.Lock()
+	s.prober, s.proof = p, p.WaitingForInput
+	s.mu.Unlock()
+	return nil
 }

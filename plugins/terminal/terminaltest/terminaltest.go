@@ -43,7 +43,9 @@ type Options struct {
 	ReadCommand string
 	// ProvesStdinWait declares that the backend settles a send whose
 	// foreground is blocked reading the terminal as WaitStdinRead, rather
-	// than only inferring idleness.
+	// than only inferring idleness. Its sessions must say so
+	// (Capabilities.InputProof), and a session that says so is held to it
+	// whether or not this is set: a tool trusts the capability.
 	ProvesStdinWait bool
 	// ExitCommand ends the session's top-level process, e.g. `exit 3`.
 	// Empty skips the exit checks.
@@ -475,12 +477,13 @@ func (k *kit) checkSendActive(t *testing.T) {
 
 func (k *kit) checkStdinWait(t *testing.T) {
 	s := k.spawn(t)
+	proves := k.proves(t, s)
 	ctx, send := k.startRead(t, s)
 	res, err := send.Wait(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k.opts.ProvesStdinWait {
+	if proves {
 		if res.Reason != termapi.WaitStdinRead {
 			t.Fatalf("a send blocked on input settled with %q, want %q", res.Reason, termapi.WaitStdinRead)
 		}
@@ -495,6 +498,17 @@ func (k *kit) checkStdinWait(t *testing.T) {
 	}
 	interrupt(t, ctx, s, nudge)
 	k.echo(t, s, "terminaltest-recovered")
+}
+
+// proves reports whether s proves waits for input, checking that the
+// capability and the option agree.
+func (k *kit) proves(t *testing.T, s termapi.Session) bool {
+	t.Helper()
+	caps := s.Capabilities()
+	if k.opts.ProvesStdinWait && !caps.InputProof {
+		t.Errorf("Options.ProvesStdinWait is set, but the session reports Capabilities.InputProof false: a tool would take its proofs for silence")
+	}
+	return k.opts.ProvesStdinWait || caps.InputProof
 }
 
 // checkSendCancel: Cancel interrupts a send blocked on input. A backend
@@ -724,10 +738,13 @@ func (k *kit) checkExecBusy(t *testing.T) {
 // command still running; an interrupt and an empty send bring the shell
 // back with the command ended, and the next command runs.
 func (k *kit) checkExecStdinWait(t *testing.T) {
-	if k.opts.ReadCommand == "" || !k.opts.ProvesStdinWait {
-		t.Skip("needs Options.ReadCommand and ProvesStdinWait")
+	if k.opts.ReadCommand == "" {
+		t.Skip("needs Options.ReadCommand")
 	}
 	s := k.spawn(t)
+	if !k.proves(t, s) {
+		t.Skip("the session does not prove waits for input")
+	}
 	_, res := k.exec(t, s, k.opts.ReadCommand)
 	if res.Reason != termapi.WaitStdinRead || res.Prompt || res.Exec.State != termapi.ExecRunning {
 		t.Fatalf("a command waiting for input settled %s (prompt %v) with %+v, want stdin_read and running", res.Reason, res.Prompt, *res.Exec)

@@ -46,9 +46,9 @@ func TestMemoryBackendMinimal(t *testing.T) {
 // it is first observed (Wait or Output): the observation is the proof of
 // the wait. That keeps every run deterministic without timers.
 //
-// It can do nothing optional: no commands as units, no raw output, no
-// resize, no list; it refuses any policy (Policy.Check against the zero
-// capabilities).
+// It can do nothing optional beyond that proof: no commands as units, no
+// raw output, no resize, no list; it refuses any policy (Policy.Check
+// against the zero capabilities).
 type memBackend struct{ termapi.UnsupportedLister }
 
 const prompt = "mem> "
@@ -76,9 +76,13 @@ type memSession struct {
 	send    *memSend // the live send
 }
 
-func (s *memSession) Motd() string                       { return prompt }
-func (s *memSession) Capabilities() termapi.Capabilities { return termapi.Capabilities{} }
-func (s *memSession) PID() int                           { return 0 }
+func (s *memSession) Motd() string { return prompt }
+func (s *memSession) PID() int     { return 0 }
+
+// Capabilities: the observation that settles a blocked send is its proof.
+func (s *memSession) Capabilities() termapi.Capabilities {
+	return termapi.Capabilities{InputProof: true}
+}
 
 func (s *memSession) Status() termapi.Status {
 	s.mu.Lock()

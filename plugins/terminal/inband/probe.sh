@@ -1,0 +1,156 @@
+# dsh's stdin proof at the far end of a shell's terminal (package inband,
+# remoteprobe.go). Run by bash beside the shell, with the shell's pid as $1:
+# for each line it reads it answers one line about the terminal's
+# foreground, from /proc, with builtins only (no process is started):
+#
+#   x            the shell is gone, or this is not the shell it started with
+#   n            nothing is proven to wait for input
+#   y            a job in the foreground is blocked reading the terminal
+#   s FD BUF N   the shell itself is in the foreground, blocked in
+#                read(FD, BUF, N) on the terminal: its prompt, or a read
+#                builtin (the caller tells them apart)
+#
+# At the start it answers once: "r" when it can serve, or "x REASON".
+#
+# A thread counts as reading the terminal when its syscall file shows it
+# blocked in read or readv on a descriptor open on the terminal (or on
+# /dev/tty, the terminal being its controlling one). Where the syscall file
+# is closed to this process (Yama's ptrace_scope 1 allows it to ancestors
+# only) a job's thread counts when it sleeps where the kernel's terminal
+# read sleeps (wait_woken, n_tty_read) and nothing else it has open could
+# put it there: only the terminal, files, directories, pipes and the
+# harmless character devices. The shell's own read is judged by its
+# syscall only. Relays (ssh, docker exec -it) poll, and never count.
+builtin set +o history 2>/dev/null
+P=$1 WCHAN_ONLY=${2-}
+IFS=$' \t\n'
+
+# get FILE: L gets the first line of FILE (which need not end in a
+# newline); false when it cannot be read.
+get() {
+	L=
+	IFS= builtin read -r L <"$1" || [[ -n $L ]]
+}
+
+# stat_of PID: F gets the fields of /proc/PID/stat after the comm: F[0] is
+# the state, then ppid, pgrp, session, tty_nr, tpgid; F[17] the threads,
+# F[19] the start time.
+stat_of() {
+	get "/proc/$1/stat" || builtin return 1
+	L=${L##*) }
+	F=($L)
+	[[ ${#F[@]} -ge 20 ]]
+}
+
+stat_of "$P" 2>/dev/null || { builtin echo "x no /proc/$P/stat"; builtin exit 1; }
+START=${F[19]} TTY=${F[4]} DEV=
+for d in /dev/pts/[0-9]*; do
+	if [[ $d -ef /proc/$P/fd/0 ]]; then DEV=$d; builtin break; fi
+done
+[[ -n $DEV ]] || { builtin echo "x the shell's stdin is no pty of /dev/pts"; builtin exit 1; }
+case $HOSTTYPE in
+x86_64) READS=' 0 19 ' ;;
+aarch64 | arm64) READS=' 63 65 ' ;;
+*) READS= ;;
+esac
+
+# on_tty PID FD CTTY: descriptor FD of PID is open on the terminal.
+on_tty() {
+	[[ /proc/$1/fd/$2 -ef $DEV ]] || { [[ /proc/$1/fd/$2 -ef /dev/tty ]] && ((${3} == TTY)); }
+}
+
+# reads_tty PID TID CTTY: the thread is blocked in read or readv on the
+# terminal, by its syscall file. 0: yes; 1: no; 2: the file is closed to us.
+reads_tty() {
+	local l c
+	[[ -z $WCHAN_ONLY ]] && get "/proc/$1/task/$2/syscall" || builtin return 2
+	l=$L c=($L)
+	[[ ${#c[@]} -eq 9 && $READS == *" ${c[0]} "* ]] || builtin return 1
+	on_tty "$1" $((c[1])) "$3" || builtin return 1
+	# It did not wake up meanwhile.
+	get "/proc/$1/task/$2/syscall" && [[ $L == "$l" ]]
+}
+
+# quiet_fds PID CTTY: everything PID has open is the terminal or cannot
+# make a thread sleep where a terminal read does, and the terminal is
+# among it.
+quiet_fds() {
+	local f tty=
+	for f in /proc/$1/fd/*; do
+		if [[ $f -ef $DEV ]]; then
+			tty=1
+		elif [[ $f -ef /dev/tty ]]; then
+			(($2 == TTY)) || builtin return 1
+			tty=1
+		elif [[ -f $f || -d $f || -p $f || -b $f ]]; then
+			:
+		elif [[ $f -ef /dev/null || $f -ef /dev/zero || $f -ef /dev/full || $f -ef /dev/random || $f -ef /dev/urandom ]]; then
+			:
+		else
+			builtin return 1
+		fi
+	done
+	[[ -n $tty ]]
+}
+
+# waits PID PGID: PID is in group PGID and one of its threads is blocked
+# reading the terminal.
+waits() {
+	local t ctty sleeping=
+	stat_of "$1" && ((F[2] == $2)) || builtin return 1
+	ctty=${F[4]}
+	for t in /proc/$1/task/*; do
+		t=${t##*/}
+		reads_tty "$1" "$t" "$ctty"
+		case $? in
+		0) builtin return 0 ;;
+		2)
+			get "/proc/$1/task/$t/wchan"
+			[[ $L != wait_woken && $L != n_tty_read ]] || sleeping=1
+			;;
+		esac
+	done
+	[[ -n $sleeping ]] && quiet_fds "$1" "$ctty"
+}
+
+# probe answers one request.
+probe() {
+	local fg c q kids seen=0
+	stat_of "$P" && [[ ${F[19]} == "$START" ]] || { builtin echo x; builtin return; }
+	fg=${F[5]}
+	if ((fg <= 0)); then
+		builtin echo n
+	elif ((fg == P)); then
+		get "/proc/$P/syscall" || { builtin echo n; builtin return; }
+		c=($L)
+		if [[ ${#c[@]} -eq 9 && $READS == *" ${c[0]} "* ]] && on_tty "$P" $((c[1])) "$TTY"; then
+			builtin echo "s $((c[1])) $((c[2])) $((c[3]))"
+		else
+			builtin echo n
+		fi
+	elif waits "$fg" "$fg"; then
+		builtin echo y
+	else
+		# The group's other members: the shell's descendants, breadth
+		# first, at most 256 of them.
+		get "/proc/$P/task/$P/children"
+		kids=($L)
+		while ((${#kids[@]} > 0 && seen < 256)); do
+			q=${kids[0]}
+			kids=("${kids[@]:1}")
+			seen=$((seen + 1))
+			if ((q != fg)) && waits "$q" "$fg"; then
+				builtin echo y
+				builtin return
+			fi
+			get "/proc/$q/task/$q/children"
+			kids+=($L)
+		done
+		builtin echo n
+	fi
+}
+
+builtin echo r
+while IFS= builtin read -r _; do
+	probe 2>/dev/null
+done

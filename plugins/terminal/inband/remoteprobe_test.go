@@ -1,0 +1,242 @@
+package inband
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+)
+
+// localProof starts probe.sh on this machine, which is the far end of a
+// ptyLink: the same /proc a probe on another machine would read. With
+// wchan set, jobs are judged as where the syscall files are closed to it
+// (Yama's ptrace_scope 1), which this machine cannot otherwise show.
+func localProof(t *testing.T, wchan bool) func(context.Context, int) (Prober, error) {
+	return func(ctx context.Context, pid int) (Prober, error) {
+		argv := ProbeArgv(pid)
+		if wchan {
+			argv = append(argv, "wchan")
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		p, err := StartRemoteProof(ctx, stdout, stdin, closerFunc(func() error {
+			stdin.Close()
+			return cmd.Wait()
+		}))
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+// spawnProven starts a session on a local PTY with the probe beside it,
+// and no silence bound within reach: only a proof settles a send early.
+func spawnProven(t *testing.T, wchan bool) *Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	o := options("pty-probe")
+	o.StartProof = localProof(t, wchan)
+	s, err := Start(ctx, newPTYLink(t), "", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if err := s.Close(ctx, "test over"); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	if !s.Capabilities().InputProof {
+		t.Fatal("a session with a probe does not report InputProof")
+	}
+	return s
+}
+
+// TestRemoteProof: the probe proves a program blocked reading the
+// terminal (the shell's read builtin, a job, a member of a job's group,
+// through /dev/tty), and never a quiet one, one that reads a pipe, or one
+// that waits on the terminal and a socket at once (a relay).
+func TestRemoteProof(t *testing.T) {
+	waiting := []string{
+		`read x`,
+		`cat`,
+		`bash -c 'read -p "Proceed? [y/N] " a'`,
+		`sh -c 'sleep 0.1; cat /dev/tty'`,
+		`python3 -c 'input("name: ")'`,
+	}
+	quiet := []string{
+		`sleep 0.6`,
+		`sleep 0.6 | cat`,
+		`read -t 0.6 x < <(sleep 1); true`,
+		// The terminal and a socket, with a bound: a relay.
+		`python3 -c 'import select, socket, sys; a, b = socket.socketpair(); select.select([sys.stdin, a], [], [], 0.6)'`,
+		// A blocking receive on a TCP socket sleeps where a terminal read
+		// does (wait_woken): only the socket tells them apart.
+		`python3 -c '
+import socket, struct
+l = socket.create_server(("127.0.0.1", 0)); c = socket.create_connection(l.getsockname()); a, _ = l.accept()
+a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 600000))
+try: a.recv(1)
+except OSError: pass'`,
+	}
+	for _, mode := range []struct {
+		name  string
+		wchan bool
+	}{{"syscall", false}, {"wchan", true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			s := spawnProven(t, mode.wchan)
+			for _, command := range waiting {
+				if mode.wchan && command == "read x" {
+					continue // the shell's own read is judged by its syscall only
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+				send, err := s.Exec(ctx, termapi.ExecRequest{Command: command, Stream: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, res := drain(t, ctx, send)
+				if res.Reason != termapi.WaitStdinRead || res.Prompt || res.Exec.State != termapi.ExecRunning {
+					t.Fatalf("%s: settled %s (prompt %v) with %+v, want stdin_read with the command running", command, res.Reason, res.Prompt, *res.Exec)
+				}
+				if _, err := s.Signal(ctx, termapi.SIGINT); err != nil {
+					t.Fatal(err)
+				}
+				send, err = s.StartSend(ctx, termapi.SendRequest{Stream: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, res = drain(t, ctx, send); !res.Prompt {
+					t.Fatalf("%s: after SIGINT: %s, want the prompt", command, res.Reason)
+				}
+				cancel()
+			}
+			for _, command := range quiet {
+				mustComplete(t, s, command, 0)
+			}
+			mustComplete(t, s, "echo still here", 0)
+		})
+	}
+}
+
+// TestRemoteProofRefused: a far end the probe cannot serve (here: a pid
+// that is no process) leaves the session without a proof, and says so in
+// its capabilities; the session works as before.
+func TestRemoteProofRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	o := options("pty-noproof")
+	proof := localProof(t, false)
+	o.StartProof = func(ctx context.Context, _ int) (Prober, error) {
+		p, err := proof(ctx, 1<<30)
+		if !errors.Is(err, ErrNoProof) {
+			t.Errorf("a probe for no process: %v, want %v", err, ErrNoProof)
+		}
+		return p, err
+	}
+	s, err := Start(ctx, newPTYLink(t), "", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx, "test over")
+	if s.Capabilities().InputProof {
+		t.Fatal("a session whose probe failed reports InputProof")
+	}
+	mustComplete(t, s, "echo "+strconv.Itoa(42), 0)
+}
+
+// TestRemoteProofLost: a probe that dies is an error of the proof, never a
+// proof; sends then settle by silence or their bound.
+func TestRemoteProofLost(t *testing.T) {
+	s := spawnProven(t, false)
+	s.mu.Lock()
+	p := s.prober
+	s.mu.Unlock()
+	if err := p.Close(); err != nil {
+		t.Logf("probe close: %v", err)
+	}
+	if waiting, err := p.WaitingForInput(); waiting || !errors.Is(err, ErrProbeLost) {
+		t.Fatalf("a closed probe answered %v, %v; want %v", waiting, err, ErrProbeLost)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	send, err := s.Exec(ctx, termapi.ExecRequest{Command: "cat", Stream: true, Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, res := drain(t, ctx, send); res.Reason != termapi.WaitTimeout {
+		t.Fatalf("cat without a probe settled %s, want timeout", res.Reason)
+	}
+	if _, err := s.Signal(ctx, termapi.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noisy runs argv after printing what a login shell's startup files may
+// print to a command's output (a greeting), as over SSH.
+func noisy(argv []string) []string {
+	return append([]string{"bash", "-c", `echo "Welcome to the far end"; echo; exec "$@"`, "noisy"}, argv...)
+}
+
+// TestRemoteProofAfterStartupNoise: what the far end prints before the
+// probe starts is not taken for its answer.
+func TestRemoteProofAfterStartupNoise(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	o := options("pty-noisy")
+	o.StartProof = func(ctx context.Context, pid int) (Prober, error) {
+		argv := noisy(ProbeArgv(pid))
+		cmd := exec.Command(argv[0], argv[1:]...)
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		p, err := StartRemoteProof(ctx, stdout, stdin, closerFunc(func() error {
+			stdin.Close()
+			return cmd.Wait()
+		}))
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+	s, err := Start(ctx, newPTYLink(t), "", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx, "test over")
+	if !s.Capabilities().InputProof {
+		t.Fatal("the probe did not start after the far end's greeting")
+	}
+	send, err := s.Exec(ctx, termapi.ExecRequest{Command: "cat", Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, res := drain(t, ctx, send); res.Reason != termapi.WaitStdinRead || res.Prompt {
+		t.Fatalf("cat settled %s (prompt %v), want stdin_read", res.Reason, res.Prompt)
+	}
+	if _, err := s.Signal(ctx, termapi.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+}
