@@ -54,6 +54,9 @@ type Backend struct {
 	// securityOpts are a created container's (no-new-privileges, the
 	// seccomp profile), made once.
 	securityOpts []string
+	// noLocalProof runs the stdin probe in the container even where this
+	// machine could read its processes, as with a remote daemon (tests).
+	noLocalProof bool
 
 	sessions backendkit.Sessions[*inband.Session]
 }
@@ -166,18 +169,13 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 		Idle:       time.Duration(b.cfg.IdleSilenceMs) * time.Millisecond,
 		Timeout:    time.Duration(b.cfg.TimeoutMs) * time.Millisecond,
 		PID:        link.shell.PID,
+		StartProof: b.startProof(link),
 		Log:        b.log.With("session", spec.SessionID, "container", shortID(link.container)),
 		Forget:     b.sessions.Remove,
-	}
-	if link.shell.PID != 0 {
-		o.WaitingForInput = link.waitingForInput
 	}
 	s, err := inband.Start(ctx, link, "", o)
 	if err != nil {
 		return nil, err
-	}
-	if link.shell.PID != 0 {
-		link.learnPromptRead(ctx)
 	}
 	if !b.sessions.Add(s) {
 		return nil, backendkit.Refuse(ctx, s, inspectBound, errShutdown)
@@ -211,6 +209,7 @@ func (b *Backend) open(ctx context.Context, spec termapi.SpawnSpec) (*execLink, 
 	if l.owned {
 		user = b.user()
 	}
+	l.user = user
 	ex, err := b.api.ExecCreate(ctx, l.container, client.ExecCreateOptions{
 		User:         user,
 		TTY:          true,

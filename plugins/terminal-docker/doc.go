@@ -42,9 +42,12 @@
 // foreground group). The shell itself in the foreground counts when it
 // blocks in another read than its prompt's (a read builtin), whose
 // signature is learnt right after startup. Reading the container's
-// processes needs ptrace access: dsh as root, or a container user that is
-// dsh's own uid. Without it, or with a remote daemon, such a send settles
-// by silence, as over SSH.
+// processes from here needs ptrace access: dsh as root, or a container
+// user that is dsh's own uid. Without it, or with a remote daemon, the
+// proof comes from inside: an exec beside the shell, as its user, runs
+// inband's probe on the container's /proc (bash builtins only), as over
+// SSH. An image without bash, or a container without /proc, has no proof,
+// and such a send settles by silence.
 //
 // # Failures
 //

@@ -25,6 +25,7 @@ type execLink struct {
 	container string // the container's id
 	owned     bool   // dsh created the container, and removes it
 	exec      string // the exec's id
+	user      string // who the shell runs as ("": the container's user)
 	// shell is the exec's process as this machine's /proc names it, when
 	// the daemon is local and shares dsh's pid namespace; zero otherwise.
 	shell proc.Identity
