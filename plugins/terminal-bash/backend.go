@@ -256,6 +256,8 @@ func (b *Backend) launch(spec termapi.SpawnSpec, term *ptyPair, ctl *control, cm
 		Resize:     true,
 		Attach:     true,
 		InputProof: true,
+		Files:      true,
+		HostFiles:  true,
 		Sandbox:    termapi.SandboxMode(pol.Mode),
 		EndCommand: true,
 	}
@@ -263,6 +265,7 @@ func (b *Backend) launch(spec termapi.SpawnSpec, term *ptyPair, ctl *control, cm
 		s.leaves = lv
 		s.caps.Limits = termapi.Limits(lv.Limits())
 	}
+	s.files = &hostFiles{owner: spec.OwnerID}
 	s.target = proc.Target{Shell: shell, Tracker: proc.NewTracker(shell), Cgroup: cg}
 	s.forget = b.sessions.Remove
 	now := time.Now()

@@ -129,9 +129,14 @@ func (s *session) Close(ctx context.Context, reason string) error {
 	}
 	s.mu.Unlock()
 
-	err := s.teardown(ctx)
-	if err != nil {
-		err = fmt.Errorf("PTY cleanup failed (%s): %w", reason, err)
+	// The session's files first: the owner's directory they are in goes
+	// when the last session holding it lets go, if it is empty then.
+	var err error
+	if s.files != nil {
+		err = s.files.purge()
+	}
+	if terr := s.teardown(ctx); terr != nil {
+		err = fmt.Errorf("PTY cleanup failed (%s): %w", reason, terr)
 	}
 	s.mu.Lock()
 	c.err = err

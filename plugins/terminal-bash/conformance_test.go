@@ -38,4 +38,5 @@ var conformanceOptions = terminaltest.Options{
 	ExitCommand:     "exit 3",
 	StatusCommand:   func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },
 	SizeCommand:     "stty size",
+	CatCommand:      func(path string) string { return "cat -- '" + path + "'" },
 }

@@ -78,6 +78,8 @@ type session struct {
 	leaves *proc.Leaves
 	// forget removes the session from its backend once it is closed.
 	forget func(*session)
+	// files are the session's files for its shell (WriteFile).
+	files *hostFiles
 
 	// Read loop only.
 	pause       *time.Timer // bounds a backpressure pause; made on first use

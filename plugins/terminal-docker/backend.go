@@ -170,6 +170,7 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 		Timeout:    time.Duration(b.cfg.TimeoutMs) * time.Millisecond,
 		PID:        link.shell.PID,
 		StartProof: b.startProof(link),
+		WriteFile:  link.files.Write,
 		Log:        b.log.With("session", spec.SessionID, "container", shortID(link.container)),
 		Forget:     b.sessions.Remove,
 	}
@@ -186,6 +187,7 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 // open starts the shell: in a new container, or in the configured one.
 func (b *Backend) open(ctx context.Context, spec termapi.SpawnSpec) (*execLink, error) {
 	l := &execLink{api: b.api, log: b.log, eof: make(chan struct{}), container: b.cfg.Container}
+	l.files = inband.NewFarFiles(l.run)
 	workdir := ""
 	if b.cfg.Image != "" {
 		id, mounted, err := b.create(ctx, spec)

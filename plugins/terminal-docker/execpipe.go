@@ -14,16 +14,26 @@ import (
 
 // execPipe is a program run beside the shell, in its container and as its
 // user, without a TTY: its stdin is written, its stdout read (the daemon
-// frames a TTY-less stream; the frames are taken apart here) and its
-// stderr dropped. The stdin proof's probe and the files written for the
-// shell are such programs.
+// frames a TTY-less stream; the frames are taken apart here) and the start
+// of its stderr kept. The stdin proof's probe and the files written for
+// the shell are such programs.
 type execPipe struct {
 	api  *client.Client
 	id   string
 	conn client.ExecAttachResult
 	out  *io.PipeReader
+	// errOut is the start of the program's stderr, once copied is closed.
+	errOut capped
 	// copied is closed once the stream's frames have all been taken apart.
 	copied chan struct{}
+}
+
+// capped keeps the first 4 KiB written to it.
+type capped struct{ b []byte }
+
+func (c *capped) Write(p []byte) (int, error) {
+	c.b = append(c.b, p[:min(len(p), 4<<10-len(c.b))]...)
+	return len(p), nil
 }
 
 // startExec runs argv in the container as user.
@@ -46,7 +56,7 @@ func startExec(ctx context.Context, api *client.Client, containerID, user string
 	p := &execPipe{api: api, id: ex.ID, conn: conn, out: pr, copied: make(chan struct{})}
 	go func() {
 		defer close(p.copied)
-		_, err := stdcopy.StdCopy(pw, io.Discard, conn.Reader)
+		_, err := stdcopy.StdCopy(pw, &p.errOut, conn.Reader)
 		pw.CloseWithError(err)
 	}()
 	return p, nil
@@ -84,6 +94,46 @@ func (p *execPipe) wait(ctx context.Context) (int, error) {
 		case <-time.After(delay):
 		}
 	}
+}
+
+// run runs argv beside the shell with stdin as its input, and returns what
+// it printed and its status (inband.FarRun).
+func (l *execLink) run(ctx context.Context, argv []string, stdin []byte) (inband.FarResult, error) {
+	p, err := startExec(ctx, l.api, l.container, l.user, argv)
+	if err != nil {
+		return inband.FarResult{}, err
+	}
+	defer p.Close()
+	stop := context.AfterFunc(ctx, func() { p.conn.Close() })
+	defer stop()
+	// The program reads its input while its output is read here: write
+	// from a goroutine of its own, or a program that prints much before it
+	// reads would block both.
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := p.Write(stdin)
+		if cerr := p.CloseWrite(); err == nil {
+			err = cerr
+		}
+		wrote <- err
+	}()
+	out, readErr := io.ReadAll(p.out)
+	werr := <-wrote
+	<-p.copied
+	if ctx.Err() != nil {
+		return inband.FarResult{}, context.Cause(ctx)
+	}
+	if readErr != nil {
+		return inband.FarResult{}, readErr
+	}
+	code, err := p.wait(ctx)
+	if err != nil {
+		return inband.FarResult{}, err
+	}
+	if werr != nil && code == 0 {
+		return inband.FarResult{}, werr
+	}
+	return inband.FarResult{Stdout: out, Stderr: p.errOut.b, Code: code}, nil
 }
 
 // localProof is the stdin proof through this machine's /proc, for a

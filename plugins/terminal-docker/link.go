@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dshdev/dsh/internal/proc"
+	"github.com/dshdev/dsh/plugins/terminal/inband"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
@@ -26,6 +27,9 @@ type execLink struct {
 	owned     bool   // dsh created the container, and removes it
 	exec      string // the exec's id
 	user      string // who the shell runs as ("": the container's user)
+	// files are the session's files in the container, written by execs
+	// beside the shell (Session.WriteFile).
+	files *inband.FarFiles
 	// shell is the exec's process as this machine's /proc names it, when
 	// the daemon is local and shares dsh's pid namespace; zero otherwise.
 	shell proc.Identity
@@ -119,11 +123,17 @@ func (l *execLink) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), inspectBound)
 		defer cancel()
 		if l.owned {
+			// The container's removal takes its files.
 			_, err := l.api.ContainerRemove(ctx, l.container, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 			if err != nil && !isNotFound(err) {
 				l.closeErr = err
 			}
 			return
+		}
+		if l.files != nil {
+			if err := l.files.Purge(ctx); err != nil {
+				l.log.Warn("the session's files stay in the container", "container", shortID(l.container), "err", err)
+			}
 		}
 		l.closeErr = l.killSession()
 	})

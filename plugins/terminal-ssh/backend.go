@@ -115,6 +115,7 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 		Idle:       ms(b.cfg.IdleSilenceMs),
 		Timeout:    ms(b.cfg.TimeoutMs),
 		StartProof: b.startProof(link),
+		WriteFile:  link.files.Write,
 		Log:        b.log.With("session", spec.SessionID),
 		Forget:     b.sessions.Remove,
 	})

@@ -30,6 +30,7 @@ func TestConformance(t *testing.T) {
 		ExitCommand:     "exit 3",
 		StatusCommand:   func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },
 		SizeCommand:     "stty size",
+		CatCommand:      func(path string) string { return "cat -- '" + path + "'" },
 		Timeout:         2 * time.Minute,
 	})
 }

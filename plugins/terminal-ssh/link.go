@@ -1,6 +1,8 @@
 package terminalssh
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -9,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/dshdev/dsh/plugins/terminal/inband"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
@@ -21,6 +24,10 @@ type sshLink struct {
 	stdout io.Reader
 	log    *slog.Logger
 
+	// files are the session's files on the remote host, written through
+	// other sessions of the connection (Session.WriteFile).
+	files *inband.FarFiles
+
 	quit      chan struct{} // closed by Close: the keepalive stops
 	aliveDone chan struct{}
 	closeOnce sync.Once
@@ -31,6 +38,7 @@ type sshLink struct {
 func newLink(client *ssh.Client, remote *ssh.Session, stdin io.Writer, stdout io.Reader, keepalive time.Duration, log *slog.Logger) *sshLink {
 	l := &sshLink{client: client, remote: remote, stdin: stdin, stdout: stdout, log: log,
 		quit: make(chan struct{}), aliveDone: make(chan struct{})}
+	l.files = inband.NewFarFiles(l.run)
 	if keepalive > 0 {
 		go l.keepalive(keepalive)
 	} else {
@@ -51,10 +59,16 @@ func (l *sshLink) Resize(size termapi.Size) error {
 	return l.remote.WindowChange(size.Rows, size.Cols)
 }
 
-// Close closes the session and the connection, and returns once no
-// goroutine of the library, nor the keepalive, is left.
+// Close removes the session's files from the remote host, closes the
+// session and the connection, and returns once no goroutine of the
+// library, nor the keepalive, is left.
 func (l *sshLink) Close() error {
 	l.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), purgeBound)
+		if err := l.files.Purge(ctx); err != nil {
+			l.log.Warn("the session's files stay on the remote host", "err", err)
+		}
+		cancel()
 		close(l.quit)
 		l.remote.Close()
 		l.client.Close()
@@ -109,5 +123,56 @@ func (l *sshLink) keepalive(every time.Duration) {
 			}
 			return
 		}
+	}
+}
+
+// purgeBound bounds removing the session's files at close: a connection
+// that no longer answers gives up on them.
+const purgeBound = 5 * time.Second
+
+// run runs argv on the remote host in a session of its own on the
+// connection (inband.FarRun).
+func (l *sshLink) run(ctx context.Context, argv []string, stdin []byte) (inband.FarResult, error) {
+	type result struct {
+		res inband.FarResult
+		err error
+	}
+	done := make(chan result, 1)
+	var (
+		mu   sync.Mutex
+		sess *ssh.Session
+	)
+	go func() {
+		s, err := l.client.NewSession()
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		mu.Lock()
+		sess = s
+		mu.Unlock()
+		defer s.Close()
+		var out, errOut bytes.Buffer
+		s.Stdin, s.Stdout, s.Stderr = bytes.NewReader(stdin), &out, &errOut
+		err = s.Run(inband.ShellCommand(argv))
+		r := result{res: inband.FarResult{Stdout: out.Bytes(), Stderr: errOut.Bytes()}}
+		if ee, ok := errors.AsType[*ssh.ExitError](err); ok {
+			r.res.Code = ee.ExitStatus()
+		} else if err != nil {
+			r.err = err
+		}
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case <-ctx.Done():
+		mu.Lock()
+		if sess != nil {
+			sess.Close()
+		}
+		mu.Unlock()
+		// The connection's close ends a session that has not opened yet.
+		return inband.FarResult{}, context.Cause(ctx)
 	}
 }

@@ -44,8 +44,10 @@ type testServer struct {
 }
 
 // startServer starts sshd and returns once it listens. dir must exist and
-// be empty.
-func startServer(dir string) (*testServer, error) {
+// be empty. The server, and every session it serves, sees an empty
+// directory at each of hide: a mount namespace of its own, with a tmpfs
+// on each, makes it another machine as far as those are concerned.
+func startServer(dir string, hide ...string) (*testServer, error) {
 	if _, err := os.Stat(sshdPath); err != nil {
 		return nil, fmt.Errorf("the ssh backend's tests need OpenSSH's server at %s: install openssh-server (apt-get install openssh-server): %w", sshdPath, err)
 	}
@@ -103,6 +105,13 @@ PrintLastLog no
 		}
 	}
 	srv.cmd = exec.Command(sshdPath, "-D", "-e", "-f", configPath)
+	if len(hide) > 0 {
+		script := ""
+		for _, h := range hide {
+			script += "mount -t tmpfs -o mode=0700 tmpfs '" + h + "' && "
+		}
+		srv.cmd = exec.Command("unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script+`exec "$@"`, "sh", sshdPath, "-D", "-e", "-f", configPath)
+	}
 	// A clean environment: nothing of the test process can reach the
 	// sessions through the server.
 	srv.cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
@@ -255,6 +264,18 @@ func currentUser() (string, error) {
 func newServer(t *testing.T) *testServer {
 	t.Helper()
 	srv, err := startServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.stop)
+	return srv
+}
+
+// newServerHiding is newServer with hide out of the server's sight (see
+// startServer).
+func newServerHiding(t *testing.T, hide ...string) *testServer {
+	t.Helper()
+	srv, err := startServer(t.TempDir(), hide...)
 	if err != nil {
 		t.Fatal(err)
 	}

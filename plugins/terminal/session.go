@@ -118,6 +118,19 @@ func (s *Service) Resize(ctx context.Context, owner *host.Owner, id string, size
 	return r.session.Resize(ctx, size)
 }
 
+// WriteFile writes a file of session id's where its shell can read it, and
+// returns the path the shell knows it by (see termapi.Session.WriteFile; an
+// error wrapping errors.ErrUnsupported where the session cannot).
+func (s *Service) WriteFile(ctx context.Context, owner *host.Owner, id string, req termapi.FileRequest) (string, error) {
+	s.mu.Lock()
+	r, err := s.openLocked(owner, id)
+	s.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	return r.session.WriteFile(ctx, req)
+}
+
 // Output returns the raw output of session id from position from on (see
 // termapi.Session.Output).
 func (s *Service) Output(ctx context.Context, owner *host.Owner, id string, from int64) (termapi.Chunk, error) {

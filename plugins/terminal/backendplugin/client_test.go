@@ -253,7 +253,7 @@ func TestPolicyCrosses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close(ctx, "test")
-	want := termapi.Capabilities{Exec: true, Raw: true, Resize: true, Attach: true, InputProof: true, Sandbox: termapi.SandboxReadOnly, EndCommand: true}
+	want := termapi.Capabilities{Exec: true, Raw: true, Resize: true, Attach: true, InputProof: true, Files: true, HostFiles: true, Sandbox: termapi.SandboxReadOnly, EndCommand: true}
 	if got := s.Capabilities(); got != want {
 		t.Errorf("Capabilities = %+v, want %+v", got, want)
 	}

@@ -100,6 +100,8 @@ func capsToPB(c termapi.Capabilities) *backendpb.Capabilities {
 		Sandbox:    string(c.Sandbox),
 		Limits:     limitsToPB(c.Limits),
 		EndCommand: c.EndCommand,
+		Files:      c.Files,
+		HostFiles:  c.HostFiles,
 	}
 }
 
@@ -113,6 +115,8 @@ func capsFromPB(c *backendpb.Capabilities) termapi.Capabilities {
 		Sandbox:    termapi.SandboxMode(c.GetSandbox()),
 		Limits:     limitsFromPB(c.GetLimits()),
 		EndCommand: c.GetEndCommand(),
+		Files:      c.GetFiles(),
+		HostFiles:  c.GetHostFiles(),
 	}
 }
 

@@ -28,6 +28,7 @@ var sentinels = map[string]error{
 	"sandbox_unsupported": termapi.ErrSandboxUnsupported,
 	"limits_unsupported":  termapi.ErrLimitsUnsupported,
 	"invalid_sandbox":     termapi.ErrInvalidSandboxMode,
+	"bad_file_name":       termapi.ErrBadFileName,
 }
 
 // ErrNotConfigured is the answer of a plugin asked to spawn before the

@@ -166,6 +166,18 @@ func (s *server) Resize(ctx context.Context, req *backendpb.ResizeRequest) (*bac
 	return &backendpb.ResizeResponse{}, nil
 }
 
+func (s *server) WriteFile(ctx context.Context, req *backendpb.WriteFileRequest) (*backendpb.WriteFileResponse, error) {
+	sess, err := s.session(req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	path, err := sess.WriteFile(ctx, termapi.FileRequest{Name: req.GetName(), Data: req.GetData(), Append: req.GetAppend(), Remove: req.GetRemove()})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &backendpb.WriteFileResponse{Path: []byte(path)}, nil
+}
+
 // maxChunk bounds one Output answer: a reader behind by more gets the rest
 // with its next call.
 const maxChunk = 1 << 20

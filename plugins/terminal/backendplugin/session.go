@@ -311,6 +311,42 @@ func (s *session) Resize(ctx context.Context, size termapi.Size) error {
 	return nil
 }
 
+// maxFilePart bounds the data of one WriteFile message, below gRPC's
+// 4 MiB: a larger write goes in parts, appended.
+const maxFilePart = 3 << 20
+
+// WriteFile asks the plugin to write the file, in parts of at most
+// maxFilePart, each call bounded as any call of the session.
+func (s *session) WriteFile(ctx context.Context, req termapi.FileRequest) (string, error) {
+	if !s.caps.Files {
+		return "", unsupported("write files for its shell")
+	}
+	if err := req.Validate(); err != nil {
+		return "", err
+	}
+	if s.isDead() {
+		return "", s.errGone()
+	}
+	data := req.Data
+	var path string
+	for first := true; first || len(data) > 0; first = false {
+		part := data[:min(len(data), maxFilePart)]
+		data = data[len(part):]
+		cctx, cancel := s.call(ctx)
+		resp, err := s.proc.rpc.WriteFile(cctx, &backendpb.WriteFileRequest{
+			SessionId: s.id, Name: req.Name, Data: part, Append: req.Append || !first, Remove: req.Remove,
+		})
+		if err != nil {
+			err = s.callErr(cctx, "write file", err)
+			cancel()
+			return "", err
+		}
+		cancel()
+		path = string(resp.GetPath())
+	}
+	return path, nil
+}
+
 // Output asks the plugin for raw output; the call waits there until there
 // is some, without a bound of its own (output may be hours away): a plugin
 // that stops answering is found out by its health checks and killed, and a

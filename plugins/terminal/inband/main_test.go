@@ -1,6 +1,7 @@
 package inband
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -27,6 +28,9 @@ const waitLong = terminaltest.WaitLong
 // ptyLink is a local bash on a PTY: the far end of the protocol without a
 // network in between, as real as the remote ones.
 type ptyLink struct {
+	// files are the session's files, "at the far end": written by bash
+	// beside the shell, as over SSH.
+	files  *FarFiles
 	master *os.File
 	cmd    *exec.Cmd
 	done   chan struct{}
@@ -67,7 +71,7 @@ func newPTYLink(t testing.TB) *ptyLink {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &ptyLink{master: os.NewFile(uintptr(fd), "ptmx"), cmd: cmd, done: make(chan struct{})}
+	l := &ptyLink{master: os.NewFile(uintptr(fd), "ptmx"), cmd: cmd, done: make(chan struct{}), files: NewFarFiles(localRun)}
 	go func() {
 		err := cmd.Wait()
 		l.status = termapi.Status{Exited: true, ExitCode: cmd.ProcessState.ExitCode()}
@@ -98,11 +102,30 @@ func (l *ptyLink) Resize(size termapi.Size) error {
 	return pty.Setsize(l.master, &pty.Winsize{Rows: uint16(size.Rows), Cols: uint16(size.Cols)})
 }
 
-// Close hangs the terminal up, as an SSH server does at logout.
+// Close removes the session's files and hangs the terminal up, as an SSH
+// server does at logout.
 func (l *ptyLink) Close() error {
-	l.once.Do(func() { l.master.Close() })
+	var err error
+	l.once.Do(func() {
+		err = l.files.Purge(context.Background())
+		l.master.Close()
+	})
 	<-l.done
-	return nil
+	return err
+}
+
+// localRun runs argv on this machine, the far end of a ptyLink (FarRun).
+func localRun(ctx context.Context, argv []string, stdin []byte) (FarResult, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var out, errOut bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &out, &errOut
+	err := cmd.Run()
+	res := FarResult{Stdout: out.Bytes(), Stderr: errOut.Bytes()}
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		res.Code = ee.ExitCode()
+		return res, nil
+	}
+	return res, err
 }
 
 var errStart = errors.New("test: shell did not start")
@@ -171,7 +194,9 @@ func (b *ptyBackend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi
 	o := options(spec.SessionID)
 	o.OwnerID, o.Name, o.Attachable, o.Forget = spec.OwnerID, spec.Name, true, b.sessions.Remove
 	o.Idle = 2 * time.Second
-	s, err := Start(ctx, newPTYLink(b.t), spec.Cwd, o)
+	link := newPTYLink(b.t)
+	o.WriteFile = link.files.Write
+	s, err := Start(ctx, link, spec.Cwd, o)
 	if err != nil {
 		return nil, err
 	}
@@ -192,5 +217,6 @@ func TestConformance(t *testing.T) {
 		ExitCommand:   "exit 3",
 		StatusCommand: func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },
 		SizeCommand:   "stty size",
+		CatCommand:    func(path string) string { return "cat -- '" + path + "'" },
 	})
 }

@@ -82,6 +82,10 @@ type Options struct {
 	// leaves the session without a proof, which its capabilities then say.
 	// The session closes the prober when it closes.
 	StartProof func(ctx context.Context, farPID int) (Prober, error)
+	// WriteFile, when set, writes a file where the shell can read it
+	// (Session.WriteFile; FarFiles.Write is one): the session then has
+	// Capabilities.Files.
+	WriteFile func(ctx context.Context, req termapi.FileRequest) (string, error)
 	// ProbeMax caps the interval between two WaitingForInput checks
 	// (default 250 ms).
 	ProbeMax time.Duration
@@ -242,7 +246,7 @@ func (s *Session) PID() int { return s.opts.PID }
 
 // Capabilities says what the session can do: commands as units, raw
 // output and resize always; the stdin proof where the link gives one;
-// hand-over, the sandbox and the limits as the backend said.
+// files, hand-over, the sandbox and the limits as the backend said.
 func (s *Session) Capabilities() termapi.Capabilities {
 	s.mu.Lock()
 	proof := s.proof != nil
@@ -253,6 +257,7 @@ func (s *Session) Capabilities() termapi.Capabilities {
 		Resize:     true,
 		Attach:     s.opts.Attachable,
 		InputProof: proof,
+		Files:      s.opts.WriteFile != nil,
 		Sandbox:    s.opts.Sandbox.Or(termapi.SandboxFullAccess),
 		Limits:     s.opts.Limits,
 	}
@@ -293,6 +298,24 @@ func (s *Session) StartSend(ctx context.Context, req termapi.SendRequest) (terma
 	sn.Watch(ctx, func() { sn.Cancel() })
 	s.kickClock()
 	return sn, nil
+}
+
+// WriteFile writes a file where the shell can read it, through the
+// backend (Options.WriteFile). See termapi.Session.
+func (s *Session) WriteFile(ctx context.Context, req termapi.FileRequest) (string, error) {
+	if s.opts.WriteFile == nil {
+		return termapi.Unsupported{}.WriteFile(ctx, req)
+	}
+	if err := req.Validate(); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	err := s.usableLocked()
+	s.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	return s.opts.WriteFile(ctx, req)
 }
 
 // usableLocked reports why nothing new may start, if it may not.

@@ -9,7 +9,8 @@
 //
 // A session says what it can do when it is spawned (Capabilities: commands
 // as units with their exit status, raw output, resize, hand-over, the stdin
-// proof, and the sandbox and limits it runs under). Every call is on the
+// proof, files written where its shell reads them, whether its shell reads
+// this machine's files, and the sandbox and limits it runs under). Every call is on the
 // Session itself; one it cannot serve fails with an error wrapping
 // errors.ErrUnsupported. A capability added later is a new field, in the
 // plugin protocol too, never a new interface: Unsupported and

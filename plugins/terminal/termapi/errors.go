@@ -26,6 +26,9 @@ var (
 	ErrLimitsUnsupported = errors.New("terminal: the backend cannot enforce these limits")
 	// ErrInvalidSandboxMode: not one of SandboxModes.
 	ErrInvalidSandboxMode = errors.New("terminal: invalid sandbox mode")
+	// ErrBadFileName: a FileRequest's name is not a plain file name
+	// (ValidFileName).
+	ErrBadFileName = errors.New("terminal: invalid file name")
 )
 
 // CleanupError reports that a backend's startup failed and cleaning up what

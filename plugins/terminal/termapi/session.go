@@ -1,6 +1,9 @@
 package termapi
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Session is one live terminal owned by a backend. All methods are safe for
 // concurrent use. A call the session cannot serve (see Capabilities)
@@ -67,6 +70,13 @@ type Session interface {
 	// the shell is back at its prompt. It returns how many processes it
 	// ended.
 	EndCommand(ctx context.Context) (int, error)
+	// WriteFile writes a file of the session's own where its shell can
+	// read it, and returns the path the shell knows it by
+	// (Capabilities.Files): a clipped command's full output, say, for the
+	// model to grep with its next command. See FileRequest. The files live
+	// in a directory of the session's, readable by its shell's user only,
+	// at most as long as the session.
+	WriteFile(ctx context.Context, req FileRequest) (string, error)
 	// Close ends the session: it returns when every process the session
 	// captured is gone, or reports which survived. It is idempotent;
 	// concurrent calls share one close; after a failure a later call retries.
@@ -91,6 +101,14 @@ type Capabilities struct {
 	// InputProof: a program blocked reading the terminal is proven so
 	// (WaitStdinRead), not inferred from silence.
 	InputProof bool `json:"inputProof"`
+	// Files: the session writes files where its shell can read them
+	// (Session.WriteFile).
+	Files bool `json:"files"`
+	// HostFiles: the shell reads this machine's files at the paths dsh
+	// sees them (a local shell): a file dsh keeps in the owner's directory
+	// of its private directory is the shell's to read as it is, the
+	// sandbox included.
+	HostFiles bool `json:"hostFiles"`
 	// Sandbox is the sandbox mode the session runs in.
 	Sandbox SandboxMode `json:"sandbox"`
 	// Limits are the resource limits enforced on the session's processes.
@@ -112,3 +130,48 @@ type Chunk struct {
 // End is the position after the chunk's last byte: where the next read
 // starts.
 func (c Chunk) End() int64 { return c.Pos + int64(len(c.Data)) }
+
+// FileRequest is the input of Session.WriteFile.
+type FileRequest struct {
+	// Name is the file's name in the session's directory of files: one
+	// path element of at most 128 bytes of letters, digits, '.', '-' and
+	// '_', not starting with '.' (ValidFileName).
+	Name string
+	// Data is what is written: the file's content, replacing any earlier
+	// file of that name, or with Append its continuation.
+	Data []byte
+	// Append adds Data at the end of the file, which an earlier call made.
+	Append bool
+	// Remove removes the file instead (Data must be empty); a file that is
+	// not there is no error. The path is returned all the same.
+	Remove bool
+}
+
+// Validate checks the name (ValidFileName) and that a removal carries no
+// data.
+func (r FileRequest) Validate() error {
+	if err := ValidFileName(r.Name); err != nil {
+		return err
+	}
+	if r.Remove && (len(r.Data) > 0 || r.Append) {
+		return fmt.Errorf("terminal: file %q: a removal carries no data and appends nothing", r.Name)
+	}
+	return nil
+}
+
+// maxFileName bounds FileRequest.Name.
+const maxFileName = 128
+
+// ValidFileName reports why name cannot name a file of WriteFile, or nil.
+// The error wraps ErrBadFileName.
+func ValidFileName(name string) error {
+	bad := name == "" || len(name) > maxFileName || name[0] == '.'
+	for i := 0; i < len(name) && !bad; i++ {
+		c := name[i]
+		bad = !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_')
+	}
+	if bad {
+		return &kindError{ErrBadFileName, fmt.Sprintf("terminal: file name %q: want 1 to %d letters, digits, '.', '-' or '_', not starting with '.'", name, maxFileName)}
+	}
+	return nil
+}

@@ -36,6 +36,11 @@ func (Unsupported) EndCommand(context.Context) (int, error) {
 	return 0, unsupported("end what a command started")
 }
 
+// WriteFile answers that the session writes no files for its shell.
+func (Unsupported) WriteFile(context.Context, FileRequest) (string, error) {
+	return "", unsupported("write files for its shell")
+}
+
 // UnsupportedLister answers a Backend's List and Attach with errors that
 // wrap errors.ErrUnsupported, for a backend that keeps no sessions for
 // another caller.

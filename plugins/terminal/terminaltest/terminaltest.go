@@ -15,6 +15,7 @@ package terminaltest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -55,6 +56,11 @@ type Options struct {
 	// the Exec checks, which run when sessions run commands
 	// (Capabilities.Exec); nil skips the status checks among them.
 	StatusCommand func(code int) string
+	// CatCommand returns a command that prints the file at path as it is
+	// and fails when there is none, e.g. `cat -- PATH` for a shell. The
+	// files check reads back what Session.WriteFile wrote with it; nil
+	// skips that part.
+	CatCommand func(path string) string
 	// Dir is the working directory sessions start in; empty means a fresh
 	// temporary directory per subtest.
 	Dir string
@@ -129,6 +135,7 @@ func TestBackend(t *testing.T, newBackend func(t *testing.T) termapi.Backend, op
 		{"Exec/StdinWait", "Executor", k.checkExecStdinWait},
 		{"Exec/Exit", "Executor", k.checkExecExit},
 		{"Capabilities/Unsupported", "", k.checkUnsupported},
+		{"Files", "", k.checkFiles},
 		{"Policy/Unenforceable", "", k.checkPolicyRefused},
 		{"Raw/Order", "Raw", k.checkRawOrder},
 		{"Raw/SettleEnd", "Raw", k.checkRawSettleEnd},
@@ -798,6 +805,142 @@ func (k *kit) checkUnsupported(t *testing.T) {
 		if err := s.Resize(ctx, termapi.Size{Rows: 30, Cols: 100}); !errors.Is(err, errors.ErrUnsupported) {
 			t.Errorf("Resize without the capability = %v, want errors.ErrUnsupported", err)
 		}
+	}
+}
+
+// checkFiles: a session that writes files for its shell (Capabilities.Files)
+// writes, appends, replaces and removes one where its shell reads it, in
+// parts as large as a long output's; refuses names that are not plain; and
+// one that does not says so with errors.ErrUnsupported. A session whose
+// shell reads this machine's files (HostFiles) puts them where this
+// process reads them too, and removes them when it closes.
+func (k *kit) checkFiles(t *testing.T) {
+	s := k.spawn(t)
+	caps := s.Capabilities()
+	ctx := k.ctx(t)
+	const name = "terminaltest-file.txt"
+	if !caps.Files {
+		if _, err := s.WriteFile(ctx, termapi.FileRequest{Name: name, Data: []byte("x")}); !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("WriteFile without the capability = %v, want errors.ErrUnsupported", err)
+		}
+		if caps.HostFiles {
+			t.Fatal("Capabilities.HostFiles without Files")
+		}
+		return
+	}
+	for _, bad := range []string{"", ".hidden", "../escape", "a/b", "nul\x00", strings.Repeat("n", 129)} {
+		if _, err := s.WriteFile(ctx, termapi.FileRequest{Name: bad, Data: []byte("x")}); !errors.Is(err, termapi.ErrBadFileName) {
+			t.Errorf("WriteFile(%q) = %v, want %v", bad, err, termapi.ErrBadFileName)
+		}
+	}
+	write := func(req termapi.FileRequest) string {
+		t.Helper()
+		path, err := s.WriteFile(ctx, req)
+		if err != nil {
+			t.Fatalf("WriteFile(%s, %d bytes, append %v, remove %v): %v", req.Name, len(req.Data), req.Append, req.Remove, err)
+		}
+		if path == "" {
+			t.Fatalf("WriteFile(%s) returned no path", req.Name)
+		}
+		return path
+	}
+	path := write(termapi.FileRequest{Name: name, Data: []byte("terminaltest-file-1\n")})
+	if again := write(termapi.FileRequest{Name: name, Data: []byte("terminaltest-file-2\n"), Append: true}); again != path {
+		t.Fatalf("appending to %s wrote %s", path, again)
+	}
+	k.wantFile(t, s, path, "terminaltest-file-1\nterminaltest-file-2\n")
+	// A large file, as a long output's copy: more than one part of any
+	// protocol, byte for byte.
+	var big strings.Builder
+	for i := 0; big.Len() < 3<<19; i++ {
+		fmt.Fprintf(&big, "terminaltest-line-%07d\n", i)
+	}
+	bigPath := write(termapi.FileRequest{Name: "terminaltest-big.txt", Data: []byte(big.String())})
+	k.wantFileLines(t, s, bigPath, big.String())
+	// Writing a name again replaces the file.
+	if again := write(termapi.FileRequest{Name: name, Data: []byte("terminaltest-file-3\n")}); again != path {
+		t.Fatalf("rewriting %s wrote %s", path, again)
+	}
+	k.wantFile(t, s, path, "terminaltest-file-3\n")
+	write(termapi.FileRequest{Name: name, Remove: true})
+	if caps.HostFiles {
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s after its removal: %v", path, err)
+		}
+	}
+	if k.executes(t) && k.opts.CatCommand != nil {
+		if _, res := k.exec(t, s, k.opts.CatCommand(path)); res.Exec.State != termapi.ExecCompleted || res.Exec.ExitCode == 0 {
+			t.Fatalf("reading %s after its removal: %+v, want a failure", path, *res.Exec)
+		}
+	}
+	k.close(t, s)
+	if caps.HostFiles {
+		if _, err := os.Stat(bigPath); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s after the session closed: %v", bigPath, err)
+		}
+	}
+	if _, err := s.WriteFile(k.ctx(t), termapi.FileRequest{Name: name, Data: []byte("x")}); err == nil {
+		t.Fatal("WriteFile after Close succeeded")
+	}
+}
+
+// wantFile checks that the shell reads want at path (and this process too,
+// where the shell reads this machine's files).
+func (k *kit) wantFile(t *testing.T, s termapi.Session, path, want string) {
+	t.Helper()
+	if s.Capabilities().HostFiles {
+		if data, err := os.ReadFile(path); err != nil || string(data) != want {
+			t.Fatalf("%s here: %q, %v; want %q", path, data, err, want)
+		}
+	}
+	if k.opts.CatCommand == nil || !s.Capabilities().Exec {
+		return
+	}
+	out, res := k.exec(t, s, k.opts.CatCommand(path))
+	wantCompleted(t, res, 0)
+	if out != want {
+		t.Fatalf("the shell reads %s as %q, want %q", path, out, want)
+	}
+}
+
+// wantFileLines is wantFile for a file too large to compare in one piece:
+// the shell's lines, pulled as they come, must be want's.
+func (k *kit) wantFileLines(t *testing.T, s termapi.Session, path, want string) {
+	t.Helper()
+	if s.Capabilities().HostFiles {
+		if data, err := os.ReadFile(path); err != nil || string(data) != want {
+			t.Fatalf("%s here: %d bytes, %v; want %d bytes", path, len(data), err, len(want))
+		}
+	}
+	if k.opts.CatCommand == nil || !s.Capabilities().Exec {
+		return
+	}
+	ctx := k.ctx(t)
+	send, err := s.Exec(ctx, termapi.ExecRequest{Command: k.opts.CatCommand(path), Stream: true})
+	if err != nil {
+		t.Fatalf("Exec: %v", err)
+	}
+	rest := want
+	for {
+		text, err := send.Output(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Output: %v", err)
+		}
+		if !strings.HasPrefix(rest, text) {
+			t.Fatalf("the shell reads %s differently at byte %d: %q", path, len(want)-len(rest), text[:min(len(text), 80)])
+		}
+		rest = rest[len(text):]
+	}
+	res, err := send.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCompleted(t, res, 0)
+	if rest != "" {
+		t.Fatalf("the shell read %s short by %d bytes", path, len(rest))
 	}
 }
 

@@ -5,7 +5,9 @@
 // Version 2 (after 1): a spawn carries a policy (sandbox mode, limits,
 // terminal size) and its answer the session's capabilities, as data; List,
 // Attach, Resize and Output are new. A capability added later is a new
-// field of Capabilities, which an older peer reads as absent.
+// field of Capabilities, which an older peer reads as absent, with its
+// call (WriteFile, with Capabilities.files), which a host makes only when
+// the capability is there.
 //
 // Free text travels as bytes: a terminal can show anything, and proto3
 // strings must be valid UTF-8.
@@ -444,8 +446,12 @@ type Capabilities struct {
 	// The sandbox mode the session runs in.
 	Sandbox string `protobuf:"bytes,6,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	// The limits enforced on the session.
-	Limits        *Limits `protobuf:"bytes,7,opt,name=limits,proto3" json:"limits,omitempty"`
-	EndCommand    bool    `protobuf:"varint,8,opt,name=end_command,json=endCommand,proto3" json:"end_command,omitempty"`
+	Limits     *Limits `protobuf:"bytes,7,opt,name=limits,proto3" json:"limits,omitempty"`
+	EndCommand bool    `protobuf:"varint,8,opt,name=end_command,json=endCommand,proto3" json:"end_command,omitempty"`
+	// Session.WriteFile writes files where the shell reads them.
+	Files bool `protobuf:"varint,9,opt,name=files,proto3" json:"files,omitempty"`
+	// The shell reads this machine's files at the paths dsh sees.
+	HostFiles     bool `protobuf:"varint,10,opt,name=host_files,json=hostFiles,proto3" json:"host_files,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -532,6 +538,20 @@ func (x *Capabilities) GetLimits() *Limits {
 func (x *Capabilities) GetEndCommand() bool {
 	if x != nil {
 		return x.EndCommand
+	}
+	return false
+}
+
+func (x *Capabilities) GetFiles() bool {
+	if x != nil {
+		return x.Files
+	}
+	return false
+}
+
+func (x *Capabilities) GetHostFiles() bool {
+	if x != nil {
+		return x.HostFiles
 	}
 	return false
 }
@@ -1292,6 +1312,130 @@ func (x *EndCommandResponse) GetEnded() int64 {
 	return 0
 }
 
+// WriteFileRequest is termapi.FileRequest, for one session. The host
+// sends a large file in parts (append), each well below gRPC's message
+// bound.
+type WriteFileRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Data          []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	Append        bool                   `protobuf:"varint,4,opt,name=append,proto3" json:"append,omitempty"`
+	Remove        bool                   `protobuf:"varint,5,opt,name=remove,proto3" json:"remove,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteFileRequest) Reset() {
+	*x = WriteFileRequest{}
+	mi := &file_backend_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteFileRequest) ProtoMessage() {}
+
+func (x *WriteFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteFileRequest.ProtoReflect.Descriptor instead.
+func (*WriteFileRequest) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *WriteFileRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *WriteFileRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *WriteFileRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *WriteFileRequest) GetAppend() bool {
+	if x != nil {
+		return x.Append
+	}
+	return false
+}
+
+func (x *WriteFileRequest) GetRemove() bool {
+	if x != nil {
+		return x.Remove
+	}
+	return false
+}
+
+type WriteFileResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The path the shell knows the file by.
+	Path          []byte `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteFileResponse) Reset() {
+	*x = WriteFileResponse{}
+	mi := &file_backend_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteFileResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteFileResponse) ProtoMessage() {}
+
+func (x *WriteFileResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteFileResponse.ProtoReflect.Descriptor instead.
+func (*WriteFileResponse) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *WriteFileResponse) GetPath() []byte {
+	if x != nil {
+		return x.Path
+	}
+	return nil
+}
+
 type CloseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -1302,7 +1446,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_backend_proto_msgTypes[22]
+	mi := &file_backend_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1314,7 +1458,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[22]
+	mi := &file_backend_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1327,7 +1471,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{22}
+	return file_backend_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CloseRequest) GetSessionId() string {
@@ -1354,7 +1498,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_backend_proto_msgTypes[23]
+	mi := &file_backend_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1510,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[23]
+	mi := &file_backend_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1523,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{23}
+	return file_backend_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CloseResponse) GetStatus() *SessionStatus {
@@ -1403,7 +1547,7 @@ type SendControl struct {
 
 func (x *SendControl) Reset() {
 	*x = SendControl{}
-	mi := &file_backend_proto_msgTypes[24]
+	mi := &file_backend_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1415,7 +1559,7 @@ func (x *SendControl) String() string {
 func (*SendControl) ProtoMessage() {}
 
 func (x *SendControl) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[24]
+	mi := &file_backend_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1428,7 +1572,7 @@ func (x *SendControl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendControl.ProtoReflect.Descriptor instead.
 func (*SendControl) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{24}
+	return file_backend_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SendControl) GetControl() isSendControl_Control {
@@ -1503,7 +1647,7 @@ type SendStart struct {
 
 func (x *SendStart) Reset() {
 	*x = SendStart{}
-	mi := &file_backend_proto_msgTypes[25]
+	mi := &file_backend_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +1659,7 @@ func (x *SendStart) String() string {
 func (*SendStart) ProtoMessage() {}
 
 func (x *SendStart) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[25]
+	mi := &file_backend_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +1672,7 @@ func (x *SendStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendStart.ProtoReflect.Descriptor instead.
 func (*SendStart) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{25}
+	return file_backend_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SendStart) GetSessionId() string {
@@ -1588,7 +1732,7 @@ type Pull struct {
 
 func (x *Pull) Reset() {
 	*x = Pull{}
-	mi := &file_backend_proto_msgTypes[26]
+	mi := &file_backend_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +1744,7 @@ func (x *Pull) String() string {
 func (*Pull) ProtoMessage() {}
 
 func (x *Pull) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[26]
+	mi := &file_backend_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +1757,7 @@ func (x *Pull) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pull.ProtoReflect.Descriptor instead.
 func (*Pull) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{26}
+	return file_backend_proto_rawDescGZIP(), []int{28}
 }
 
 type Cancel struct {
@@ -1624,7 +1768,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_backend_proto_msgTypes[27]
+	mi := &file_backend_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +1780,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[27]
+	mi := &file_backend_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +1793,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{27}
+	return file_backend_proto_rawDescGZIP(), []int{29}
 }
 
 type SendEvent struct {
@@ -1667,7 +1811,7 @@ type SendEvent struct {
 
 func (x *SendEvent) Reset() {
 	*x = SendEvent{}
-	mi := &file_backend_proto_msgTypes[28]
+	mi := &file_backend_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1679,7 +1823,7 @@ func (x *SendEvent) String() string {
 func (*SendEvent) ProtoMessage() {}
 
 func (x *SendEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[28]
+	mi := &file_backend_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1692,7 +1836,7 @@ func (x *SendEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendEvent.ProtoReflect.Descriptor instead.
 func (*SendEvent) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{28}
+	return file_backend_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SendEvent) GetEvent() isSendEvent_Event {
@@ -1778,7 +1922,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_backend_proto_msgTypes[29]
+	mi := &file_backend_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1790,7 +1934,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[29]
+	mi := &file_backend_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1803,7 +1947,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{29}
+	return file_backend_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Started) GetAnswersCancel() bool {
@@ -1824,7 +1968,7 @@ type CancelAnswer struct {
 
 func (x *CancelAnswer) Reset() {
 	*x = CancelAnswer{}
-	mi := &file_backend_proto_msgTypes[30]
+	mi := &file_backend_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1836,7 +1980,7 @@ func (x *CancelAnswer) String() string {
 func (*CancelAnswer) ProtoMessage() {}
 
 func (x *CancelAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[30]
+	mi := &file_backend_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1849,7 +1993,7 @@ func (x *CancelAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelAnswer.ProtoReflect.Descriptor instead.
 func (*CancelAnswer) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{30}
+	return file_backend_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CancelAnswer) GetInterrupted() bool {
@@ -1870,7 +2014,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_backend_proto_msgTypes[31]
+	mi := &file_backend_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1882,7 +2026,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[31]
+	mi := &file_backend_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1895,7 +2039,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{31}
+	return file_backend_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Output) GetText() []byte {
@@ -1933,7 +2077,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_backend_proto_msgTypes[32]
+	mi := &file_backend_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1945,7 +2089,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[32]
+	mi := &file_backend_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1958,7 +2102,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{32}
+	return file_backend_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Result) GetReason() string {
@@ -2038,7 +2182,7 @@ type ExecResult struct {
 
 func (x *ExecResult) Reset() {
 	*x = ExecResult{}
-	mi := &file_backend_proto_msgTypes[33]
+	mi := &file_backend_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2050,7 +2194,7 @@ func (x *ExecResult) String() string {
 func (*ExecResult) ProtoMessage() {}
 
 func (x *ExecResult) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[33]
+	mi := &file_backend_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2063,7 +2207,7 @@ func (x *ExecResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResult.ProtoReflect.Descriptor instead.
 func (*ExecResult) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{33}
+	return file_backend_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ExecResult) GetState() string {
@@ -2122,7 +2266,7 @@ type ErrorDetail struct {
 
 func (x *ErrorDetail) Reset() {
 	*x = ErrorDetail{}
-	mi := &file_backend_proto_msgTypes[34]
+	mi := &file_backend_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2134,7 +2278,7 @@ func (x *ErrorDetail) String() string {
 func (*ErrorDetail) ProtoMessage() {}
 
 func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[34]
+	mi := &file_backend_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2147,7 +2291,7 @@ func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorDetail.ProtoReflect.Descriptor instead.
 func (*ErrorDetail) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{34}
+	return file_backend_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ErrorDetail) GetSentinel() string {
@@ -2202,7 +2346,7 @@ const file_backend_proto_rawDesc = "" +
 	"\rSpawnResponse\x12\x12\n" +
 	"\x04motd\x18\x01 \x01(\fR\x04motd\x12\x10\n" +
 	"\x03pid\x18\x02 \x01(\x03R\x03pid\x12@\n" +
-	"\fcapabilities\x18\x03 \x01(\v2\x1c.dsh.backend.v2.CapabilitiesR\fcapabilities\"\xf0\x01\n" +
+	"\fcapabilities\x18\x03 \x01(\v2\x1c.dsh.backend.v2.CapabilitiesR\fcapabilities\"\xa5\x02\n" +
 	"\fCapabilities\x12\x12\n" +
 	"\x04exec\x18\x01 \x01(\bR\x04exec\x12\x10\n" +
 	"\x03raw\x18\x02 \x01(\bR\x03raw\x12\x16\n" +
@@ -2213,7 +2357,11 @@ const file_backend_proto_rawDesc = "" +
 	"\asandbox\x18\x06 \x01(\tR\asandbox\x12.\n" +
 	"\x06limits\x18\a \x01(\v2\x16.dsh.backend.v2.LimitsR\x06limits\x12\x1f\n" +
 	"\vend_command\x18\b \x01(\bR\n" +
-	"endCommand\"\r\n" +
+	"endCommand\x12\x14\n" +
+	"\x05files\x18\t \x01(\bR\x05files\x12\x1d\n" +
+	"\n" +
+	"host_files\x18\n" +
+	" \x01(\bR\thostFiles\"\r\n" +
 	"\vListRequest\"G\n" +
 	"\fListResponse\x127\n" +
 	"\bsessions\x18\x01 \x03(\v2\x1b.dsh.backend.v2.SessionInfoR\bsessions\"\xe6\x01\n" +
@@ -2268,7 +2416,16 @@ const file_backend_proto_rawDesc = "" +
 	"\vtarget_pgid\x18\x01 \x01(\x03R\n" +
 	"targetPgid\"*\n" +
 	"\x12EndCommandResponse\x12\x14\n" +
-	"\x05ended\x18\x01 \x01(\x03R\x05ended\"E\n" +
+	"\x05ended\x18\x01 \x01(\x03R\x05ended\"\x89\x01\n" +
+	"\x10WriteFileRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x12\x16\n" +
+	"\x06append\x18\x04 \x01(\bR\x06append\x12\x16\n" +
+	"\x06remove\x18\x05 \x01(\bR\x06remove\"'\n" +
+	"\x11WriteFileResponse\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\fR\x04path\"E\n" +
 	"\fCloseRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
@@ -2330,7 +2487,7 @@ const file_backend_proto_rawDesc = "" +
 	"\bsentinel\x18\x01 \x01(\tR\bsentinel\x12\x1f\n" +
 	"\vstart_error\x18\x02 \x01(\tR\n" +
 	"startError\x12#\n" +
-	"\rcleanup_error\x18\x03 \x01(\tR\fcleanupError2\xe1\x06\n" +
+	"\rcleanup_error\x18\x03 \x01(\tR\fcleanupError2\xb3\a\n" +
 	"\aBackend\x12P\n" +
 	"\tConfigure\x12 .dsh.backend.v2.ConfigureRequest\x1a!.dsh.backend.v2.ConfigureResponse\x12D\n" +
 	"\x05Spawn\x12\x1c.dsh.backend.v2.SpawnRequest\x1a\x1d.dsh.backend.v2.SpawnResponse\x12A\n" +
@@ -2342,7 +2499,8 @@ const file_backend_proto_rawDesc = "" +
 	"\x04Read\x12\x1b.dsh.backend.v2.ReadRequest\x1a\x1c.dsh.backend.v2.ReadResponse\x12G\n" +
 	"\x06Signal\x12\x1d.dsh.backend.v2.SignalRequest\x1a\x1e.dsh.backend.v2.SignalResponse\x12L\n" +
 	"\n" +
-	"EndCommand\x12\x1a.dsh.backend.v2.SessionRef\x1a\".dsh.backend.v2.EndCommandResponse\x12D\n" +
+	"EndCommand\x12\x1a.dsh.backend.v2.SessionRef\x1a\".dsh.backend.v2.EndCommandResponse\x12P\n" +
+	"\tWriteFile\x12 .dsh.backend.v2.WriteFileRequest\x1a!.dsh.backend.v2.WriteFileResponse\x12D\n" +
 	"\x05Close\x12\x1c.dsh.backend.v2.CloseRequest\x1a\x1d.dsh.backend.v2.CloseResponse\x12B\n" +
 	"\x04Send\x12\x1b.dsh.backend.v2.SendControl\x1a\x19.dsh.backend.v2.SendEvent(\x010\x01BIZGgithub.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpbb\x06proto3"
 
@@ -2358,7 +2516,7 @@ func file_backend_proto_rawDescGZIP() []byte {
 	return file_backend_proto_rawDescData
 }
 
-var file_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_backend_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),   // 0: dsh.backend.v2.ConfigureRequest
 	(*ConfigureResponse)(nil),  // 1: dsh.backend.v2.ConfigureResponse
@@ -2382,19 +2540,21 @@ var file_backend_proto_goTypes = []any{
 	(*SignalRequest)(nil),      // 19: dsh.backend.v2.SignalRequest
 	(*SignalResponse)(nil),     // 20: dsh.backend.v2.SignalResponse
 	(*EndCommandResponse)(nil), // 21: dsh.backend.v2.EndCommandResponse
-	(*CloseRequest)(nil),       // 22: dsh.backend.v2.CloseRequest
-	(*CloseResponse)(nil),      // 23: dsh.backend.v2.CloseResponse
-	(*SendControl)(nil),        // 24: dsh.backend.v2.SendControl
-	(*SendStart)(nil),          // 25: dsh.backend.v2.SendStart
-	(*Pull)(nil),               // 26: dsh.backend.v2.Pull
-	(*Cancel)(nil),             // 27: dsh.backend.v2.Cancel
-	(*SendEvent)(nil),          // 28: dsh.backend.v2.SendEvent
-	(*Started)(nil),            // 29: dsh.backend.v2.Started
-	(*CancelAnswer)(nil),       // 30: dsh.backend.v2.CancelAnswer
-	(*Output)(nil),             // 31: dsh.backend.v2.Output
-	(*Result)(nil),             // 32: dsh.backend.v2.Result
-	(*ExecResult)(nil),         // 33: dsh.backend.v2.ExecResult
-	(*ErrorDetail)(nil),        // 34: dsh.backend.v2.ErrorDetail
+	(*WriteFileRequest)(nil),   // 22: dsh.backend.v2.WriteFileRequest
+	(*WriteFileResponse)(nil),  // 23: dsh.backend.v2.WriteFileResponse
+	(*CloseRequest)(nil),       // 24: dsh.backend.v2.CloseRequest
+	(*CloseResponse)(nil),      // 25: dsh.backend.v2.CloseResponse
+	(*SendControl)(nil),        // 26: dsh.backend.v2.SendControl
+	(*SendStart)(nil),          // 27: dsh.backend.v2.SendStart
+	(*Pull)(nil),               // 28: dsh.backend.v2.Pull
+	(*Cancel)(nil),             // 29: dsh.backend.v2.Cancel
+	(*SendEvent)(nil),          // 30: dsh.backend.v2.SendEvent
+	(*Started)(nil),            // 31: dsh.backend.v2.Started
+	(*CancelAnswer)(nil),       // 32: dsh.backend.v2.CancelAnswer
+	(*Output)(nil),             // 33: dsh.backend.v2.Output
+	(*Result)(nil),             // 34: dsh.backend.v2.Result
+	(*ExecResult)(nil),         // 35: dsh.backend.v2.ExecResult
+	(*ErrorDetail)(nil),        // 36: dsh.backend.v2.ErrorDetail
 }
 var file_backend_proto_depIdxs = []int32{
 	3,  // 0: dsh.backend.v2.SpawnRequest.policy:type_name -> dsh.backend.v2.Policy
@@ -2407,15 +2567,15 @@ var file_backend_proto_depIdxs = []int32{
 	7,  // 7: dsh.backend.v2.SessionInfo.capabilities:type_name -> dsh.backend.v2.Capabilities
 	5,  // 8: dsh.backend.v2.ResizeRequest.size:type_name -> dsh.backend.v2.Size
 	16, // 9: dsh.backend.v2.CloseResponse.status:type_name -> dsh.backend.v2.SessionStatus
-	25, // 10: dsh.backend.v2.SendControl.start:type_name -> dsh.backend.v2.SendStart
-	26, // 11: dsh.backend.v2.SendControl.pull:type_name -> dsh.backend.v2.Pull
-	27, // 12: dsh.backend.v2.SendControl.cancel:type_name -> dsh.backend.v2.Cancel
-	29, // 13: dsh.backend.v2.SendEvent.started:type_name -> dsh.backend.v2.Started
-	31, // 14: dsh.backend.v2.SendEvent.output:type_name -> dsh.backend.v2.Output
-	32, // 15: dsh.backend.v2.SendEvent.result:type_name -> dsh.backend.v2.Result
-	30, // 16: dsh.backend.v2.SendEvent.cancel_answer:type_name -> dsh.backend.v2.CancelAnswer
+	27, // 10: dsh.backend.v2.SendControl.start:type_name -> dsh.backend.v2.SendStart
+	28, // 11: dsh.backend.v2.SendControl.pull:type_name -> dsh.backend.v2.Pull
+	29, // 12: dsh.backend.v2.SendControl.cancel:type_name -> dsh.backend.v2.Cancel
+	31, // 13: dsh.backend.v2.SendEvent.started:type_name -> dsh.backend.v2.Started
+	33, // 14: dsh.backend.v2.SendEvent.output:type_name -> dsh.backend.v2.Output
+	34, // 15: dsh.backend.v2.SendEvent.result:type_name -> dsh.backend.v2.Result
+	32, // 16: dsh.backend.v2.SendEvent.cancel_answer:type_name -> dsh.backend.v2.CancelAnswer
 	16, // 17: dsh.backend.v2.Result.status:type_name -> dsh.backend.v2.SessionStatus
-	33, // 18: dsh.backend.v2.Result.exec:type_name -> dsh.backend.v2.ExecResult
+	35, // 18: dsh.backend.v2.Result.exec:type_name -> dsh.backend.v2.ExecResult
 	4,  // 19: dsh.backend.v2.Result.limits_hit:type_name -> dsh.backend.v2.Limits
 	0,  // 20: dsh.backend.v2.Backend.Configure:input_type -> dsh.backend.v2.ConfigureRequest
 	2,  // 21: dsh.backend.v2.Backend.Spawn:input_type -> dsh.backend.v2.SpawnRequest
@@ -2427,22 +2587,24 @@ var file_backend_proto_depIdxs = []int32{
 	17, // 27: dsh.backend.v2.Backend.Read:input_type -> dsh.backend.v2.ReadRequest
 	19, // 28: dsh.backend.v2.Backend.Signal:input_type -> dsh.backend.v2.SignalRequest
 	15, // 29: dsh.backend.v2.Backend.EndCommand:input_type -> dsh.backend.v2.SessionRef
-	22, // 30: dsh.backend.v2.Backend.Close:input_type -> dsh.backend.v2.CloseRequest
-	24, // 31: dsh.backend.v2.Backend.Send:input_type -> dsh.backend.v2.SendControl
-	1,  // 32: dsh.backend.v2.Backend.Configure:output_type -> dsh.backend.v2.ConfigureResponse
-	6,  // 33: dsh.backend.v2.Backend.Spawn:output_type -> dsh.backend.v2.SpawnResponse
-	9,  // 34: dsh.backend.v2.Backend.List:output_type -> dsh.backend.v2.ListResponse
-	6,  // 35: dsh.backend.v2.Backend.Attach:output_type -> dsh.backend.v2.SpawnResponse
-	16, // 36: dsh.backend.v2.Backend.Status:output_type -> dsh.backend.v2.SessionStatus
-	12, // 37: dsh.backend.v2.Backend.Resize:output_type -> dsh.backend.v2.ResizeResponse
-	14, // 38: dsh.backend.v2.Backend.Output:output_type -> dsh.backend.v2.OutputChunk
-	18, // 39: dsh.backend.v2.Backend.Read:output_type -> dsh.backend.v2.ReadResponse
-	20, // 40: dsh.backend.v2.Backend.Signal:output_type -> dsh.backend.v2.SignalResponse
-	21, // 41: dsh.backend.v2.Backend.EndCommand:output_type -> dsh.backend.v2.EndCommandResponse
-	23, // 42: dsh.backend.v2.Backend.Close:output_type -> dsh.backend.v2.CloseResponse
-	28, // 43: dsh.backend.v2.Backend.Send:output_type -> dsh.backend.v2.SendEvent
-	32, // [32:44] is the sub-list for method output_type
-	20, // [20:32] is the sub-list for method input_type
+	22, // 30: dsh.backend.v2.Backend.WriteFile:input_type -> dsh.backend.v2.WriteFileRequest
+	24, // 31: dsh.backend.v2.Backend.Close:input_type -> dsh.backend.v2.CloseRequest
+	26, // 32: dsh.backend.v2.Backend.Send:input_type -> dsh.backend.v2.SendControl
+	1,  // 33: dsh.backend.v2.Backend.Configure:output_type -> dsh.backend.v2.ConfigureResponse
+	6,  // 34: dsh.backend.v2.Backend.Spawn:output_type -> dsh.backend.v2.SpawnResponse
+	9,  // 35: dsh.backend.v2.Backend.List:output_type -> dsh.backend.v2.ListResponse
+	6,  // 36: dsh.backend.v2.Backend.Attach:output_type -> dsh.backend.v2.SpawnResponse
+	16, // 37: dsh.backend.v2.Backend.Status:output_type -> dsh.backend.v2.SessionStatus
+	12, // 38: dsh.backend.v2.Backend.Resize:output_type -> dsh.backend.v2.ResizeResponse
+	14, // 39: dsh.backend.v2.Backend.Output:output_type -> dsh.backend.v2.OutputChunk
+	18, // 40: dsh.backend.v2.Backend.Read:output_type -> dsh.backend.v2.ReadResponse
+	20, // 41: dsh.backend.v2.Backend.Signal:output_type -> dsh.backend.v2.SignalResponse
+	21, // 42: dsh.backend.v2.Backend.EndCommand:output_type -> dsh.backend.v2.EndCommandResponse
+	23, // 43: dsh.backend.v2.Backend.WriteFile:output_type -> dsh.backend.v2.WriteFileResponse
+	25, // 44: dsh.backend.v2.Backend.Close:output_type -> dsh.backend.v2.CloseResponse
+	30, // 45: dsh.backend.v2.Backend.Send:output_type -> dsh.backend.v2.SendEvent
+	33, // [33:46] is the sub-list for method output_type
+	20, // [20:33] is the sub-list for method input_type
 	20, // [20:20] is the sub-list for extension type_name
 	20, // [20:20] is the sub-list for extension extendee
 	0,  // [0:20] is the sub-list for field type_name
@@ -2453,12 +2615,12 @@ func file_backend_proto_init() {
 	if File_backend_proto != nil {
 		return
 	}
-	file_backend_proto_msgTypes[24].OneofWrappers = []any{
+	file_backend_proto_msgTypes[26].OneofWrappers = []any{
 		(*SendControl_Start)(nil),
 		(*SendControl_Pull)(nil),
 		(*SendControl_Cancel)(nil),
 	}
-	file_backend_proto_msgTypes[28].OneofWrappers = []any{
+	file_backend_proto_msgTypes[30].OneofWrappers = []any{
 		(*SendEvent_Started)(nil),
 		(*SendEvent_Output)(nil),
 		(*SendEvent_Result)(nil),
@@ -2470,7 +2632,7 @@ func file_backend_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_backend_proto_rawDesc), len(file_backend_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   35,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -5,7 +5,9 @@
 // Version 2 (after 1): a spawn carries a policy (sandbox mode, limits,
 // terminal size) and its answer the session's capabilities, as data; List,
 // Attach, Resize and Output are new. A capability added later is a new
-// field of Capabilities, which an older peer reads as absent.
+// field of Capabilities, which an older peer reads as absent, with its
+// call (WriteFile, with Capabilities.files), which a host makes only when
+// the capability is there.
 //
 // Free text travels as bytes: a terminal can show anything, and proto3
 // strings must be valid UTF-8.
@@ -41,6 +43,7 @@ const (
 	Backend_Read_FullMethodName       = "/dsh.backend.v2.Backend/Read"
 	Backend_Signal_FullMethodName     = "/dsh.backend.v2.Backend/Signal"
 	Backend_EndCommand_FullMethodName = "/dsh.backend.v2.Backend/EndCommand"
+	Backend_WriteFile_FullMethodName  = "/dsh.backend.v2.Backend/WriteFile"
 	Backend_Close_FullMethodName      = "/dsh.backend.v2.Backend/Close"
 	Backend_Send_FullMethodName       = "/dsh.backend.v2.Backend/Send"
 )
@@ -71,6 +74,9 @@ type BackendClient interface {
 	Signal(ctx context.Context, in *SignalRequest, opts ...grpc.CallOption) (*SignalResponse, error)
 	// EndCommand ends what the session's latest command started.
 	EndCommand(ctx context.Context, in *SessionRef, opts ...grpc.CallOption) (*EndCommandResponse, error)
+	// WriteFile is Session.WriteFile, for sessions whose capabilities have
+	// files.
+	WriteFile(ctx context.Context, in *WriteFileRequest, opts ...grpc.CallOption) (*WriteFileResponse, error)
 	Close(ctx context.Context, in *CloseRequest, opts ...grpc.CallOption) (*CloseResponse, error)
 	// Send is one send (typed text or an Exec), from its start to its end.
 	// The first message starts it; the answer is Started or an error. Then
@@ -190,6 +196,16 @@ func (c *backendClient) EndCommand(ctx context.Context, in *SessionRef, opts ...
 	return out, nil
 }
 
+func (c *backendClient) WriteFile(ctx context.Context, in *WriteFileRequest, opts ...grpc.CallOption) (*WriteFileResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WriteFileResponse)
+	err := c.cc.Invoke(ctx, Backend_WriteFile_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *backendClient) Close(ctx context.Context, in *CloseRequest, opts ...grpc.CallOption) (*CloseResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CloseResponse)
@@ -239,6 +255,9 @@ type BackendServer interface {
 	Signal(context.Context, *SignalRequest) (*SignalResponse, error)
 	// EndCommand ends what the session's latest command started.
 	EndCommand(context.Context, *SessionRef) (*EndCommandResponse, error)
+	// WriteFile is Session.WriteFile, for sessions whose capabilities have
+	// files.
+	WriteFile(context.Context, *WriteFileRequest) (*WriteFileResponse, error)
 	Close(context.Context, *CloseRequest) (*CloseResponse, error)
 	// Send is one send (typed text or an Exec), from its start to its end.
 	// The first message starts it; the answer is Started or an error. Then
@@ -287,6 +306,9 @@ func (UnimplementedBackendServer) Signal(context.Context, *SignalRequest) (*Sign
 }
 func (UnimplementedBackendServer) EndCommand(context.Context, *SessionRef) (*EndCommandResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method EndCommand not implemented")
+}
+func (UnimplementedBackendServer) WriteFile(context.Context, *WriteFileRequest) (*WriteFileResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method WriteFile not implemented")
 }
 func (UnimplementedBackendServer) Close(context.Context, *CloseRequest) (*CloseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Close not implemented")
@@ -495,6 +517,24 @@ func _Backend_EndCommand_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Backend_WriteFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WriteFileRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BackendServer).WriteFile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Backend_WriteFile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BackendServer).WriteFile(ctx, req.(*WriteFileRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Backend_Close_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CloseRequest)
 	if err := dec(in); err != nil {
@@ -566,6 +606,10 @@ var Backend_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "EndCommand",
 			Handler:    _Backend_EndCommand_Handler,
+		},
+		{
+			MethodName: "WriteFile",
+			Handler:    _Backend_WriteFile_Handler,
 		},
 		{
 			MethodName: "Close",
