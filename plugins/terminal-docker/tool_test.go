@@ -121,6 +121,9 @@ func TestToolTimeoutResets(t *testing.T) {
 	}
 }
 
+// A clipped result names a file the shell reads with the model's next
+// command: in the container, written there through the backend, byte for
+// byte.
 func TestToolLongOutputIsSaved(t *testing.T) {
 	th := newToolHarness(t, "{maxOutputChars: 2000}")
 	got := th.call(t, "seq 1 100000")
@@ -129,17 +132,32 @@ func TestToolLongOutputIsSaved(t *testing.T) {
 	if !ok || !strings.HasPrefix(got, "1\n2\n") || !strings.Contains(got, "\n100000\n") {
 		t.Fatalf("clipped output: %q … %q", got[:min(40, len(got))], last)
 	}
-	data, err := os.ReadFile(strings.TrimSuffix(path, "]"))
-	if err != nil {
-		t.Fatal(err)
+	path = strings.TrimSuffix(path, "]")
+	if !strings.Contains(got, "the full output (100000 lines) is in "+path) {
+		t.Fatalf("the clipping notice does not name %s", path)
 	}
-	if lines := strings.Count(string(data), "\n"); lines != 100000 {
-		t.Errorf("the saved output has %d lines, want 100000", lines)
+	if got := th.call(t, "sed -n 50000p "+path); got != "50000" {
+		t.Fatalf("sed -n 50000p in the container: %q", got)
+	}
+	if got := th.call(t, "wc -l < "+path+"; tail -n 1 "+path+"; stat -c %a "+path); got != "100000\n100000\n600" {
+		t.Errorf("the saved output in the container: %q, want all 100000 lines, private to its user", got)
 	}
 	// The workspace is the container's: files the model makes are the
 	// owner's.
 	th.call(t, "echo kept > made-in-container")
 	if data, err := os.ReadFile(filepath.Join(th.ws, "made-in-container")); err != nil || string(data) != "kept\n" {
 		t.Errorf("workspace file: %q, %v", data, err)
+	}
+}
+
+// A clipped output whose shell the call resets (a timeout, here) cannot be
+// left where the next shell reads it: that is another container. The
+// result says so instead of naming a file no shell can read.
+func TestToolClippedOutputOfAResetShell(t *testing.T) {
+	th := newToolHarness(t, "{timeoutMs: 3000, maxOutputChars: 2000}")
+	got := th.call(t, "seq 1 20000; sleep 100")
+	if !strings.Contains(got, "omitted; the full output could not be saved: the shell is reset, and the files it could read go with it ...]") ||
+		strings.Contains(got, "[full output:") || !strings.HasSuffix(got, resetNotice) {
+		t.Fatalf("clipped output of a reset shell: %q", got[max(0, len(got)-600):])
 	}
 }

@@ -182,6 +182,8 @@ type run struct {
 	hits termapi.Limits
 	// lastOut is when the command last printed, or began.
 	lastOut time.Time
+	// resetting: the result being rendered ends with the shell's reset.
+	resetting bool
 }
 
 func (r *run) terms() *terminal.Service { return r.p.terms }
@@ -346,6 +348,7 @@ func (r *run) ensureShell() error {
 	}
 	r.setShell(info.ID)
 	r.st.proven = info.Capabilities.InputProof
+	r.st.copyFiles = info.Capabilities.Files && !info.Capabilities.HostFiles
 	return nil
 }
 
@@ -483,6 +486,7 @@ func (r *run) interruptEnded(notice, ended string) (string, error) {
 		r.out.trimTrailingNewlines()
 		return r.result(r.renderOutput(), notice), nil
 	}
+	r.resetting = true
 	out := r.renderOutput()
 	r.reset(reasonStuck)
 	return r.result(out, notice, resetNotice), nil
@@ -529,6 +533,7 @@ func (r *run) shellExited(status termapi.Status) string {
 		r.flushPending()
 		r.out.dropTrailingLine("exit")
 	}
+	r.resetting = true
 	out := r.renderOutput()
 	r.reset(reasonExited)
 	return r.result(out, exitMarker(status), resetNotice)
@@ -629,6 +634,9 @@ func (r *run) renderOutput() string {
 		r.out.write(r.notices)
 		r.notices = ""
 	}
+	copy := r.copyForShell()
+	r.bg.finish(copy)
+	r.out.finish(copy)
 	parts := append([]string(nil), r.prefix...)
 	if bg := r.bg.text(); bg != "" {
 		parts = append(parts, strayHeader+"\n"+bg)

@@ -32,7 +32,10 @@
 //   - the shell came back to its prompt without completing the command
 //     (something interrupted it, or it replaced the shell): the output so
 //     far, without an exit code;
-//   - silence without proof: the command is still running; wait again;
+//   - silence where the backend proves waits (Capabilities.InputProof):
+//     the command is still running; wait again. Where it cannot, silence
+//     is all there is to go by: the command is interrupted as for a
+//     waiting program, with a notice that says the wait was inferred;
 //   - the deadline: the timeout header, the partial output, and what
 //     timeoutAction did (a result, not an error): "reset" closes the shell
 //     in the background and adds the reset notice; "interrupt" signals the
@@ -58,7 +61,11 @@
 // how many characters and lines were left out and naming a file holding the
 // whole output, in a per-owner directory removed with the owner; the
 // result's last line names that file again, since some clients cut the
-// middle of a long result. The file holds the output byte for byte: the
+// middle of a long result. The file is for the model's next command, so it
+// must be where the shell reads it: a local shell reads dsh's own copy
+// (Capabilities.HostFiles); a shell on another host or in a container gets
+// a copy through its backend (Session.WriteFile), in a directory of its
+// session's, and the result names that copy. The file holds the output byte for byte: the
 // backend hands a line longer than its buffers out in pieces, without
 // newlines between them. Nothing is
 // lost to a scrollback limit: the call streams every line as it is produced

@@ -78,6 +78,10 @@ type ownerState struct {
 	// proven: the shell's backend proves a wait for input
 	// (Capabilities.InputProof); without it silence is taken for one.
 	proven bool
+	// copyFiles: the shell does not read this machine's files, and its
+	// backend writes files where it does (Capabilities.Files without
+	// HostFiles): saved outputs are copied there.
+	copyFiles bool
 	// listed is shellID for the invariants, and retired the shells the
 	// owner had before; both guarded by plugin.mu.
 	listed  string

@@ -29,6 +29,10 @@ type sink struct {
 	fileErr error
 	pendNL  bool   // a trailing newline held back: the last one is not output
 	cut     string // how the file was cut, once it is closed
+
+	// finished: the file is closed and, where the shell needs a copy of
+	// its own, copied (finish).
+	finished bool
 }
 
 func newSink(limit int, open func() (io.WriteCloser, string, error)) *sink {
@@ -167,6 +171,26 @@ func (s *sink) close() {
 		s.fileErr = err
 	}
 	s.file = nil
+}
+
+// finish closes the output file and, when copy is not nil, has the file
+// copied where the shell can read it, which the result then names instead.
+// It does something once.
+func (s *sink) finish(copy func(local string) (string, error)) {
+	if s.finished {
+		return
+	}
+	s.finished = true
+	s.close()
+	if copy == nil || s.saved() == "" {
+		return
+	}
+	path, err := copy(s.path)
+	if err != nil {
+		s.fileErr = err
+		return
+	}
+	s.path = path
 }
 
 // text renders the output for the model: everything when it fits, else the

@@ -236,6 +236,7 @@ func (r *run) timeoutReset(header, marker string) string {
 	r.releaseHeld(nil)
 	partial := ""
 	if r.out != nil {
+		r.resetting = true
 		partial = r.renderOutput()
 	}
 	r.resetInBackground(reasonTimedOut)
