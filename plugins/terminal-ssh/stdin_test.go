@@ -37,7 +37,8 @@ func TestStdinWaitProven(t *testing.T) {
 		t.Fatal("an SSH session to a Linux host does not report InputProof")
 	}
 	mustComplete(t, s, "export KEEP=kept", 0)
-	for _, command := range waitingCommands {
+	// A REPL waits in select, not read.
+	for _, command := range append(waitingCommands, "python3 -i") {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 		start := time.Now()
 		send, err := s.Exec(ctx, termapi.ExecRequest{Command: command, Stream: true})
@@ -49,15 +50,23 @@ func TestStdinWaitProven(t *testing.T) {
 			t.Fatalf("%s: settled %s (prompt %v) with %+v after %v, want stdin_read with the command running", command, res.Reason, res.Prompt, *res.Exec, time.Since(start))
 		}
 		t.Logf("%s: proven waiting after %v", command, time.Since(start))
+		// SIGINT ends it; a REPL that catches it ends at EOF (^D).
 		if _, err := s.Signal(ctx, termapi.SIGINT); err != nil {
 			t.Fatal(err)
 		}
-		send, err = s.StartSend(ctx, termapi.SendRequest{Stream: true})
-		if err != nil {
-			t.Fatal(err)
+		req := termapi.SendRequest{Stream: true}
+		for range 2 {
+			send, err = s.StartSend(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, res = drain(t, ctx, send); res.Prompt {
+				break
+			}
+			req.Text = "\x04"
 		}
-		if _, res = drain(t, ctx, send); !res.Prompt {
-			t.Fatalf("%s: after SIGINT the send settled %s, want the prompt", command, res.Reason)
+		if !res.Prompt {
+			t.Fatalf("%s: after SIGINT and EOF the send settled %s, want the prompt", command, res.Reason)
 		}
 		cancel()
 		if got := mustComplete(t, s, `echo "$KEEP"`, 0); got != "kept\n" {
@@ -147,7 +156,7 @@ func TestBashToolSilenceWithoutProof(t *testing.T) {
 
 // silenceNoticeStart starts the tool's line for a command interrupted after
 // silence, where the backend cannot prove a wait.
-const silenceNoticeStart = "[The command printed nothing for "
+const silenceNoticeStart = "[Nothing was printed for "
 
 // noProofPlugin is the SSH backend in process, without the stdin proof, as
 // on a host the probe cannot serve.

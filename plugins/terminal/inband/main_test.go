@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -21,7 +22,16 @@ import (
 	"github.com/dshdev/dsh/plugins/terminal/terminaltest"
 )
 
-func TestMain(m *testing.M) { terminaltest.Main(m) }
+func TestMain(m *testing.M) {
+	// A descriptor this process inherited (from whatever started the
+	// tests) would be inherited by the shells too, as a shell on another
+	// host never has it, and the probe would rightly not prove a program
+	// that has a pipe open beside the terminal.
+	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		panic(err)
+	}
+	terminaltest.Main(m)
+}
 
 const waitLong = terminaltest.WaitLong
 

@@ -14,7 +14,10 @@
 #
 # A thread counts as reading the terminal when its syscall file shows it
 # blocked in read or readv on a descriptor open on the terminal (or on
-# /dev/tty, the terminal being its controlling one). Where the syscall file
+# /dev/tty, the terminal being its controlling one), or in select or poll
+# on some descriptor while its process has nothing open that could keep
+# it waiting but the terminal (no pipe, socket or event descriptor: files
+# and directories are always ready). Where the syscall file
 # is closed to this process (Yama's ptrace_scope 1 allows it to ancestors
 # only) a job's thread counts when it sleeps where the kernel's terminal
 # read sleeps (wait_woken, n_tty_read) and nothing else it has open could
@@ -48,10 +51,12 @@ for d in /dev/pts/[0-9]*; do
 	if [[ $d -ef /proc/$P/fd/0 ]]; then DEV=$d; builtin break; fi
 done
 [[ -n $DEV ]] || { builtin echo "x the shell's stdin is no pty of /dev/pts"; builtin exit 1; }
+# The system calls a program waits for input in: read and readv; select
+# and pselect6; poll and ppoll.
 case $HOSTTYPE in
-x86_64) READS=' 0 19 ' ;;
-aarch64 | arm64) READS=' 63 65 ' ;;
-*) READS= ;;
+x86_64) READS=' 0 19 ' SELECTS=' 23 270 ' POLLS=' 7 271 ' ;;
+aarch64 | arm64) READS=' 63 65 ' SELECTS=' 72 ' POLLS=' 73 ' ;;
+*) READS= SELECTS= POLLS= ;;
 esac
 
 # on_tty PID FD CTTY: descriptor FD of PID is open on the terminal.
@@ -59,21 +64,32 @@ on_tty() {
 	[[ /proc/$1/fd/$2 -ef $DEV ]] || { [[ /proc/$1/fd/$2 -ef /dev/tty ]] && ((${3} == TTY)); }
 }
 
-# reads_tty PID TID CTTY: the thread is blocked in read or readv on the
-# terminal, by its syscall file. 0: yes; 1: no; 2: the file is closed to us.
+# reads_tty PID TID CTTY: how the thread waits, by its syscall file.
+# 0: blocked in read or readv on the terminal; 3: in select or poll on at
+# least one descriptor (which, only its memory would say); 1: neither;
+# 2: the file is closed to us.
 reads_tty() {
 	local l c
 	[[ -z $WCHAN_ONLY ]] && get "/proc/$1/task/$2/syscall" || builtin return 2
 	l=$L c=($L)
-	[[ ${#c[@]} -eq 9 && $READS == *" ${c[0]} "* ]] || builtin return 1
+	[[ ${#c[@]} -eq 9 ]] || builtin return 1
+	if [[ $SELECTS == *" ${c[0]} "* ]]; then
+		# nfds, and a read set.
+		((c[1] >= 1 && c[2] != 0)) || builtin return 1
+		builtin return 3
+	elif [[ $POLLS == *" ${c[0]} "* ]]; then
+		((c[2] >= 1)) || builtin return 1
+		builtin return 3
+	fi
+	[[ $READS == *" ${c[0]} "* ]] || builtin return 1
 	on_tty "$1" $((c[1])) "$3" || builtin return 1
 	# It did not wake up meanwhile.
 	get "/proc/$1/task/$2/syscall" && [[ $L == "$l" ]]
 }
 
-# quiet_fds PID CTTY: everything PID has open is the terminal or cannot
-# make a thread sleep where a terminal read does, and the terminal is
-# among it.
+# quiet_fds PID CTTY [strict]: everything PID has open is the terminal or
+# cannot make a thread sleep where a terminal read does (strict: nor make
+# select or poll wait: no pipes either), and the terminal is among it.
 quiet_fds() {
 	local f tty=
 	for f in /proc/$1/fd/*; do
@@ -82,8 +98,10 @@ quiet_fds() {
 		elif [[ $f -ef /dev/tty ]]; then
 			(($2 == TTY)) || builtin return 1
 			tty=1
-		elif [[ -f $f || -d $f || -p $f || -b $f ]]; then
+		elif [[ -f $f || -d $f || -b $f ]]; then
 			:
+		elif [[ -p $f ]]; then
+			[[ -z ${3-} ]] || builtin return 1
 		elif [[ $f -ef /dev/null || $f -ef /dev/zero || $f -ef /dev/full || $f -ef /dev/random || $f -ef /dev/urandom ]]; then
 			:
 		else
@@ -94,9 +112,13 @@ quiet_fds() {
 }
 
 # waits PID PGID: PID is in group PGID and one of its threads is blocked
-# reading the terminal.
+# reading the terminal: in read on it; or in select or poll with nothing
+# else open that could keep it waiting (a pipe, a socket, an event
+# descriptor), the waits of a REPL or an editor; or, where the syscall file
+# is closed to us, asleep where a terminal read sleeps with nothing else
+# open that could put it there.
 waits() {
-	local t ctty sleeping=
+	local t ctty sleeping= polling=
 	stat_of "$1" && ((F[2] == $2)) || builtin return 1
 	ctty=${F[4]}
 	for t in /proc/$1/task/*; do
@@ -104,12 +126,16 @@ waits() {
 		reads_tty "$1" "$t" "$ctty"
 		case $? in
 		0) builtin return 0 ;;
+		3) polling=1 ;;
 		2)
 			get "/proc/$1/task/$t/wchan"
 			[[ $L != wait_woken && $L != n_tty_read ]] || sleeping=1
 			;;
 		esac
 	done
+	if [[ -n $polling ]] && quiet_fds "$1" "$ctty" strict; then
+		builtin return 0
+	fi
 	[[ -n $sleeping ]] && quiet_fds "$1" "$ctty"
 }
 

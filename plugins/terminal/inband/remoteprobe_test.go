@@ -84,11 +84,17 @@ func TestRemoteProof(t *testing.T) {
 		`bash -c 'read -p "Proceed? [y/N] " a'`,
 		`sh -c 'sleep 0.1; cat /dev/tty'`,
 		`python3 -c 'input("name: ")'`,
+		// A REPL waits in select, with nothing else open.
+		`python3 -i`,
 	}
 	quiet := []string{
 		`sleep 0.6`,
 		`sleep 0.6 | cat`,
 		`read -t 0.6 x < <(sleep 1); true`,
+		// select as a sleep: no descriptor at all.
+		`python3 -c 'import select; select.select([], [], [], 0.6)'`,
+		// The terminal and a pipe: the pipe may be what it waits for.
+		`python3 -c 'import os, select, sys; r, w = os.pipe(); select.select([sys.stdin, r], [], [], 0.6)'`,
 		// The terminal and a socket, with a bound: a relay.
 		`python3 -c 'import select, socket, sys; a, b = socket.socketpair(); select.select([sys.stdin, a], [], [], 0.6)'`,
 		// A blocking receive on a TCP socket sleeps where a terminal read
@@ -107,8 +113,8 @@ except OSError: pass'`,
 		t.Run(mode.name, func(t *testing.T) {
 			s := spawnProven(t, mode.wchan)
 			for _, command := range waiting {
-				if mode.wchan && command == "read x" {
-					continue // the shell's own read is judged by its syscall only
+				if mode.wchan && (command == "read x" || command == "python3 -i") {
+					continue // judged by the syscall file only
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 				send, err := s.Exec(ctx, termapi.ExecRequest{Command: command, Stream: true})
@@ -119,15 +125,23 @@ except OSError: pass'`,
 				if res.Reason != termapi.WaitStdinRead || res.Prompt || res.Exec.State != termapi.ExecRunning {
 					t.Fatalf("%s: settled %s (prompt %v) with %+v, want stdin_read with the command running", command, res.Reason, res.Prompt, *res.Exec)
 				}
+				// SIGINT ends it; a REPL that catches it ends at EOF (^D).
 				if _, err := s.Signal(ctx, termapi.SIGINT); err != nil {
 					t.Fatal(err)
 				}
-				send, err = s.StartSend(ctx, termapi.SendRequest{Stream: true})
-				if err != nil {
-					t.Fatal(err)
+				req := termapi.SendRequest{Stream: true}
+				for range 2 {
+					send, err = s.StartSend(ctx, req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, res = drain(t, ctx, send); res.Prompt {
+						break
+					}
+					req.Text = "\x04"
 				}
-				if _, res = drain(t, ctx, send); !res.Prompt {
-					t.Fatalf("%s: after SIGINT: %s, want the prompt", command, res.Reason)
+				if !res.Prompt {
+					t.Fatalf("%s: after SIGINT and EOF: %s, want the prompt", command, res.Reason)
 				}
 				cancel()
 			}
