@@ -136,7 +136,12 @@ func (s *Session) prove(sn *send) {
 		s.log.Debug("the stdin proof failed", "err", err)
 		return
 	}
-	if waiting && s.Live == sn && !sn.Settled() && s.lastOutput.Equal(before) && !s.paused {
+	// A command's job can only wait once the shell has taken its line:
+	// a proof before its begin marker has come means the marker is still
+	// on its way (the proof comes by another path than the terminal's
+	// bytes), and the next check, after it, judges again.
+	begun := sn.cmd == nil || sn.cmd.begun
+	if waiting && begun && s.Live == sn && !sn.Settled() && s.lastOutput.Equal(before) && !s.paused {
 		s.settleLocked(sn, termapi.WaitStdinRead)
 	}
 }
