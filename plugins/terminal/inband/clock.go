@@ -95,7 +95,7 @@ func (s *Session) timeSendLocked(now time.Time) (time.Time, *send) {
 	if quiet.Before(next) {
 		next = quiet
 	}
-	if s.proof != nil && !s.paused {
+	if s.proof != nil && !s.paused && !s.signalPendingLocked() {
 		due := s.lastOutput
 		if s.lastProbe.After(due) {
 			due = s.lastProbe
@@ -141,7 +141,7 @@ func (s *Session) prove(sn *send) {
 	// on its way (the proof comes by another path than the terminal's
 	// bytes), and the next check, after it, judges again.
 	begun := sn.cmd == nil || sn.cmd.begun
-	if waiting && begun && s.Live == sn && !sn.Settled() && s.lastOutput.Equal(before) && !s.paused {
+	if waiting && begun && s.Live == sn && !sn.Settled() && s.lastOutput.Equal(before) && !s.paused && !s.signalPendingLocked() {
 		s.settleLocked(sn, termapi.WaitStdinRead)
 	}
 }

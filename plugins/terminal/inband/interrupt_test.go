@@ -89,3 +89,51 @@ func awaitBegun(t *testing.T, s *Session) {
 		runtime.Gosched()
 	}
 }
+
+// slowSignals is a link whose typed signal characters take a while to
+// arrive, as over a slow network: the stdin proof, which comes by another
+// path, sees the program still waiting after the character was written.
+type slowSignals struct{ *ptyLink }
+
+func (l slowSignals) Write(p []byte) (int, error) {
+	if len(p) == 1 && (p[0] == ctrlC || p[0] == ctrlZ) {
+		time.Sleep(300 * time.Millisecond)
+	}
+	return l.ptyLink.Write(p)
+}
+
+// TestProofWaitsForTheSignal: after an interrupt, the wait is not proven
+// again until the terminal has answered the signal: otherwise a program
+// that the signal ends in a moment is taken for one that ignored it, and a
+// caller escalates (over SSH, where nothing else can reach it, by
+// resetting the shell).
+func TestProofWaitsForTheSignal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	o := options("pty-slow-signals")
+	o.StartProof = localProof(t, false)
+	s, err := Start(ctx, slowSignals{newPTYLink(t)}, "", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx, "test over")
+	for range 3 {
+		send, err := s.Exec(ctx, termapi.ExecRequest{Command: "read x", Stream: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, res := drain(t, ctx, send); res.Reason != termapi.WaitStdinRead || res.Prompt {
+			t.Fatalf("read x settled %s (prompt %v), want stdin_read", res.Reason, res.Prompt)
+		}
+		if _, err := s.Signal(ctx, termapi.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		send, err = s.StartSend(ctx, termapi.SendRequest{Stream: true, Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, res := drain(t, ctx, send); !res.Prompt {
+			t.Fatalf("after SIGINT the send settled %s (prompt %v), want the prompt", res.Reason, res.Prompt)
+		}
+	}
+}

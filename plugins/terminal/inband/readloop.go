@@ -19,10 +19,16 @@ func (s *Session) readLoop() {
 	for {
 		n, err := s.link.Read(buf)
 		if n > 0 {
+			read := time.Now()
 			s.mu.Lock()
 			s.scan.feed(buf[:n], s.outputLocked, s.markerLocked)
 			s.lastOutput = time.Now()
 			s.probeEvery = probeMin
+			if s.sigUnanswered && read.After(s.sigWritten) && s.sigQueued == 0 {
+				// The proof may settle again: the clock times it anew.
+				s.sigUnanswered = false
+				s.kickClock()
+			}
 			s.mu.Unlock()
 			s.holdBack()
 		}

@@ -169,6 +169,15 @@ type Session struct {
 	probeEvery time.Duration
 	lastProbe  time.Time
 	paused     bool // the read loop holds the terminal back for a caller
+	// A signal character typed lands later than its write returns (the
+	// far line discipline, the program's scheduling), and the proof comes
+	// by another path: it may still see the program waiting as before the
+	// signal. So it settles nothing while a signal character is queued
+	// (sigQueued) or was written at sigWritten and the terminal has
+	// printed nothing read after that (sigUnanswered).
+	sigQueued     int
+	sigWritten    time.Time
+	sigUnanswered bool
 	// echoing: the terminal echoed a command's line (a command turned echo
 	// on); the next command's line turns it off again.
 	echoing bool
@@ -317,6 +326,10 @@ func (s *Session) WriteFile(ctx context.Context, req termapi.FileRequest) (strin
 	}
 	return s.opts.WriteFile(ctx, req)
 }
+
+// signalPendingLocked reports whether a signal character typed may not
+// have reached the terminal's foreground yet (see sigQueued).
+func (s *Session) signalPendingLocked() bool { return s.sigQueued > 0 || s.sigUnanswered }
 
 // usableLocked reports why nothing new may start, if it may not.
 func (s *Session) usableLocked() error {

@@ -81,7 +81,7 @@ func (s *Session) interruptLocked(char byte) {
 // typeSignalLocked queues a signal character for the terminal, and watches
 // whether it was lost (see retypeLocked).
 func (s *Session) typeSignalLocked(char byte) {
-	s.enqueueLocked(&writeJob{data: []byte{char}})
+	s.enqueueLocked(&writeJob{data: []byte{char}, signal: true})
 	s.retype = 0
 	c := s.cur
 	now := time.Now()
@@ -121,7 +121,7 @@ func (s *Session) retypeLocked(now time.Time) time.Time {
 		return s.retypeAt
 	}
 	s.log.Debug("the terminal did not answer an interrupt; typing it again")
-	s.enqueueLocked(&writeJob{data: []byte{s.retype}})
+	s.enqueueLocked(&writeJob{data: []byte{s.retype}, signal: true})
 	if s.retypeEvery >= retypeLast {
 		s.retype = 0
 		return time.Time{}

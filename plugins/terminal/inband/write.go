@@ -1,5 +1,7 @@
 package inband
 
+import "time"
+
 // writeJob is text queued for the terminal. Its fields are guarded by the
 // session's mu.
 type writeJob struct {
@@ -10,6 +12,8 @@ type writeJob struct {
 	abandoned bool
 	// last: the writer is writing the job's last piece.
 	last bool
+	// signal: the job is a signal character (see Session.sigQueued).
+	signal bool
 }
 
 // writePiece bounds one write to the channel, so that an abandoned job
@@ -21,6 +25,9 @@ const writePiece = 16 << 10
 func (s *Session) enqueueLocked(j *writeJob) {
 	if j.sn != nil {
 		j.sn.writes++
+	}
+	if j.signal {
+		s.sigQueued++
 	}
 	s.queue = append(s.queue, j)
 	select {
@@ -85,6 +92,10 @@ func (s *Session) writer() {
 		}
 		s.queue[0] = nil
 		s.queue = s.queue[1:]
+		if j.signal {
+			s.sigQueued--
+			s.sigWritten, s.sigUnanswered = time.Now(), true
+		}
 		if j.cmd != nil && off == len(j.data) && err == nil {
 			j.cmd.written = true
 		}
