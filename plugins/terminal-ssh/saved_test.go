@@ -45,3 +45,29 @@ func TestSavedOutputOnTheRemoteHost(t *testing.T) {
 		t.Fatalf("the session's files at %s after it closed: %v", dir, err)
 	}
 }
+
+// TestSavedOutputBoundsOnTheRemoteHost: the copies on the remote host stay
+// within dsh's bounds: when an older saved output is removed here to make
+// room for a new one (maxSavedBytesPerOwner), its copy goes too.
+func TestSavedOutputBoundsOnTheRemoteHost(t *testing.T) {
+	private := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", private)
+	srv := newServerHiding(t, private)
+	h := loadSSHTool(t, srv, "{backendType: ssh, timeoutMs: 60000, maxOutputChars: 2000, maxSavedBytes: 700000, maxSavedBytesPerOwner: 1000000}")
+	call := toolCaller(t, h)
+	var paths []string
+	for range 2 {
+		got := call("seq 1 100000") // 588895 bytes: two are more than the owner may keep
+		m := savedNotice.FindStringSubmatch(got)
+		if m == nil {
+			t.Fatalf("clipped output: %q", got[max(0, len(got)-200):])
+		}
+		paths = append(paths, m[1])
+	}
+	if paths[0] == paths[1] {
+		t.Fatalf("both results name %s", paths[0])
+	}
+	if got := call("test -e " + paths[0] + " && echo kept || echo gone; wc -l < " + paths[1]); got != "gone\n100000" {
+		t.Fatalf("the older copy (%s) and the newer (%s): %q, want the older gone and the newer whole", paths[0], paths[1], got)
+	}
+}

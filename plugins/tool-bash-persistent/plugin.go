@@ -82,6 +82,9 @@ type ownerState struct {
 	// backend writes files where it does (Capabilities.Files without
 	// HostFiles): saved outputs are copied there.
 	copyFiles bool
+	// copies are the saved outputs copied where the shell runs, by name,
+	// with the shell they were copied for; used by the owner's calls only.
+	copies map[string]string
 	// listed is shellID for the invariants, and retired the shells the
 	// owner had before; both guarded by plugin.mu.
 	listed  string

@@ -49,6 +49,10 @@ type ownerSaved struct {
 	// gen counts the owner's output directories: a file of an earlier one
 	// (removed with it) gives its charge back instead of joining files.
 	gen int
+	// evicted are the files removed to make room that have a copy where
+	// the owner's shell runs (ownerState.copies): the copies go too, once
+	// the call is over (dropEvictedCopies).
+	evicted []string
 }
 
 // Why a saved output stopped growing.
@@ -84,6 +88,9 @@ func (a *savedAccount) charge(st *ownerState, n int64) (int64, string) {
 		if st.outRoot != nil {
 			// Gone already (the model removed it) is as good.
 			_ = st.outRoot.Remove(old.name)
+		}
+		if _, ok := st.copies[old.name]; ok {
+			st.saved.evicted = append(st.saved.evicted, old.name)
 		}
 		st.saved.used -= old.size
 		a.used -= old.size

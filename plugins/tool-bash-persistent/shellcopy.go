@@ -35,13 +35,42 @@ var (
 // with it (another host's session, a container), so then there is nothing
 // to copy to.
 func (r *run) copyForShell() func(local string) (string, error) {
-	switch {
-	case !r.st.copyFiles:
+	if !r.st.copyFiles {
 		return nil
-	case r.resetting:
+	}
+	r.dropEvictedCopies()
+	if r.resetting {
 		return func(string) (string, error) { return "", errShellReset }
 	}
 	return r.copyToShell
+}
+
+// dropEvictedCopies removes, where the shell runs, the copies of the saved
+// outputs that were removed here to make room (maxSavedBytesPerOwner), so
+// the shell's side stays within dsh's bounds too; and forgets copies made
+// for shells the owner no longer has (theirs went with them).
+func (r *run) dropEvictedCopies() {
+	a := &r.p.saved
+	a.mu.Lock()
+	evicted := r.st.saved.evicted
+	r.st.saved.evicted = nil
+	a.mu.Unlock()
+	id := r.st.shellID
+	for _, name := range evicted {
+		if r.st.copies[name] == id && id != "" && !r.resetting {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.parent), copyBound)
+			if _, err := r.terms().WriteFile(ctx, r.owner(), id, termapi.FileRequest{Name: name, Remove: true}); err != nil {
+				r.p.logger.Warn("removing the shell's copy of a saved output", "owner", r.owner().ID(), "file", name, "err", err)
+			}
+			cancel()
+		}
+		delete(r.st.copies, name)
+	}
+	for name, shell := range r.st.copies {
+		if shell != id {
+			delete(r.st.copies, name)
+		}
+	}
 }
 
 // copyToShell copies the saved output at local, a file of the owner's
@@ -75,6 +104,10 @@ func (r *run) copyToShell(local string) (string, error) {
 			}
 		}
 		if end {
+			if r.st.copies == nil {
+				r.st.copies = make(map[string]string)
+			}
+			r.st.copies[name] = id
 			return path, nil
 		}
 	}
