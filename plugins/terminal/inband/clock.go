@@ -1,6 +1,7 @@
 package inband
 
 import (
+	"errors"
 	"time"
 
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
@@ -126,6 +127,9 @@ func (s *Session) prove(sn *send) {
 	s.mu.Lock()
 	before, proof := s.lastOutput, s.proof
 	s.mu.Unlock()
+	if proof == nil {
+		return // lost meanwhile, and being started again
+	}
 	waiting, err := proof()
 	now := time.Now()
 	s.mu.Lock()
@@ -134,6 +138,9 @@ func (s *Session) prove(sn *send) {
 	s.probeEvery = min(2*s.probeEvery, s.opts.ProbeMax)
 	if err != nil {
 		s.log.Debug("the stdin proof failed", "err", err)
+		if errors.Is(err, ErrProbeLost) {
+			s.restartProofLocked()
+		}
 		return
 	}
 	// A command's job can only wait once the shell has taken its line:

@@ -25,6 +25,9 @@ func (s *Session) Close(ctx context.Context, reason string) error {
 		if sn := s.Live; sn != nil {
 			s.settleLocked(sn, termapi.WaitSessionExit)
 		}
+		// No prober is started again from now on (restartProofLocked);
+		// one being started is closed by its starter.
+		s.restartWait = s.restartDone
 		s.mu.Unlock()
 		s.log.Debug("closing the session", "reason", reason)
 		close(s.quit)
@@ -38,7 +41,13 @@ func (s *Session) Close(ctx context.Context, reason string) error {
 			}
 		}
 	})
-	for _, done := range []chan struct{}{s.readDone, s.waitDone, s.clockDone, s.writeDone} {
+	s.mu.Lock()
+	waits := []chan struct{}{s.readDone, s.waitDone, s.clockDone, s.writeDone}
+	if s.restartWait != nil {
+		waits = append(waits, s.restartWait)
+	}
+	s.mu.Unlock()
+	for _, done := range waits {
 		select {
 		case <-done:
 		case <-ctx.Done():

@@ -97,7 +97,10 @@
 // builtin, told from the read at its prompt, which the probe learns at the
 // start. Relays that poll the terminal and a socket never count. A far end
 // without Linux's /proc or bash refuses the probe, and the session has no
-// proof (Capabilities.InputProof false). The session asks the proof 20 ms
+// proof (Capabilities.InputProof false). A probe lost later (its channel
+// closed, an answer too late) is started again, knowing the prompt's read
+// from the old one, up to three times; then the session has no proof and
+// says so. The session asks the proof 20 ms
 // after the last output, then at doubling intervals up to
 // Options.ProbeMax, and settles the send as stdin_read (without Prompt)
 // when it proves a wait and nothing was printed meanwhile. Without a

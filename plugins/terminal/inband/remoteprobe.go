@@ -152,6 +152,21 @@ func (p *RemoteProof) learnPrompt(ctx context.Context) {
 	}
 }
 
+// keepPrompt takes the shell's prompt read from old, a lost proof of the
+// same shell: a new probe learns it at its start only when the shell is at
+// its prompt, which it may not be when the old one was lost.
+func (p *RemoteProof) keepPrompt(old *RemoteProof) {
+	old.mu.Lock()
+	rd := old.prompt
+	old.mu.Unlock()
+	if rd == (shellRead{}) {
+		return
+	}
+	p.mu.Lock()
+	p.prompt = rd
+	p.mu.Unlock()
+}
+
 // WaitingForInput asks the probe whether the terminal's foreground waits
 // for input: a job blocked reading the terminal, or the shell in another
 // read of it than its prompt's.

@@ -3,8 +3,11 @@ package inband
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,8 +182,86 @@ func TestRemoteProofRefused(t *testing.T) {
 	mustComplete(t, s, "echo "+strconv.Itoa(42), 0)
 }
 
-// TestRemoteProofLost: a probe that dies is an error of the proof, never a
-// proof; sends then settle by silence or their bound.
+// probes starts probe.sh on this machine as localProof does, and keeps
+// each probe's process, for a test that kills one; from the start numbered
+// refuse on, it refuses (as a far end that lost the way to start one).
+type probes struct {
+	t      *testing.T
+	refuse int
+	mu     sync.Mutex
+	procs  []*os.Process
+}
+
+func (ps *probes) start(ctx context.Context, pid int) (Prober, error) {
+	ps.mu.Lock()
+	n := len(ps.procs)
+	ps.mu.Unlock()
+	if ps.refuse > 0 && n >= ps.refuse {
+		return nil, fmt.Errorf("%w: test: no more probes", ErrNoProof)
+	}
+	argv := ProbeArgv(pid)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ps.mu.Lock()
+	ps.procs = append(ps.procs, cmd.Process)
+	ps.mu.Unlock()
+	return StartRemoteProof(ctx, stdout, stdin, closerFunc(func() error {
+		stdin.Close()
+		return cmd.Wait()
+	}))
+}
+
+// kill kills the probe started last, as a far end that drops it.
+func (ps *probes) kill() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if err := ps.procs[len(ps.procs)-1].Kill(); err != nil {
+		ps.t.Fatal(err)
+	}
+}
+
+func (ps *probes) started() int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return len(ps.procs)
+}
+
+// spawnWith starts a session on a local PTY with ps's probes beside it.
+func spawnWith(t *testing.T, ps *probes) *Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	o := options("pty-probes")
+	o.StartProof = ps.start
+	s, err := Start(ctx, newPTYLink(t), "", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if err := s.Close(ctx, "test over"); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	if !s.Capabilities().InputProof {
+		t.Fatal("a session with a probe does not report InputProof")
+	}
+	return s
+}
+
+// TestRemoteProofLost: a probe that is closed answers an error of the
+// proof, never a proof.
 func TestRemoteProofLost(t *testing.T) {
 	s := spawnProven(t, false)
 	s.mu.Lock()
@@ -192,6 +273,53 @@ func TestRemoteProofLost(t *testing.T) {
 	if waiting, err := p.WaitingForInput(); waiting || !errors.Is(err, ErrProbeLost) {
 		t.Fatalf("a closed probe answered %v, %v; want %v", waiting, err, ErrProbeLost)
 	}
+}
+
+// TestRemoteProofStartedAgain: when the far end drops the probe, the
+// session starts a new one, which proves waits again, the shell's own read
+// builtin too (the new probe starts while the shell is in it, and knows the
+// prompt's read from the old one), with the silence bound out of reach.
+func TestRemoteProofStartedAgain(t *testing.T) {
+	ps := &probes{t: t}
+	s := spawnWith(t, ps)
+	mustComplete(t, s, "export KEEP=kept", 0)
+	for round, command := range []string{"read x", "cat", "read y"} {
+		ps.kill()
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		send, err := s.Exec(ctx, termapi.ExecRequest{Command: command, Stream: true, Timeout: waitLong / 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, res := drain(t, ctx, send); res.Reason != termapi.WaitStdinRead || res.Prompt {
+			t.Fatalf("%s after the probe was dropped: settled %s (prompt %v), want stdin_read", command, res.Reason, res.Prompt)
+		}
+		if got := ps.started(); got != round+2 {
+			t.Fatalf("%d probes started, want %d", got, round+2)
+		}
+		if _, err := s.Signal(ctx, termapi.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		send, err = s.StartSend(ctx, termapi.SendRequest{Stream: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, res := drain(t, ctx, send); !res.Prompt {
+			t.Fatalf("%s: after SIGINT: %s, want the prompt", command, res.Reason)
+		}
+		cancel()
+	}
+	if got := mustComplete(t, s, `echo "$KEEP"`, 0); got != "kept\n" {
+		t.Fatalf("the shell's state: %q", got)
+	}
+}
+
+// TestRemoteProofNotStartedAgain: a far end where a new probe cannot start
+// leaves the session without a proof, which its capabilities then say;
+// sends settle by silence or their bound, and the session works.
+func TestRemoteProofNotStartedAgain(t *testing.T) {
+	ps := &probes{t: t, refuse: 1}
+	s := spawnWith(t, ps)
+	ps.kill()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	send, err := s.Exec(ctx, termapi.ExecRequest{Command: "cat", Stream: true, Timeout: 500 * time.Millisecond})
@@ -201,9 +329,27 @@ func TestRemoteProofLost(t *testing.T) {
 	if _, res := drain(t, ctx, send); res.Reason != termapi.WaitTimeout {
 		t.Fatalf("cat without a probe settled %s, want timeout", res.Reason)
 	}
+	s.mu.Lock()
+	done := s.restartDone
+	s.mu.Unlock()
+	if done == nil {
+		t.Fatal("no new probe was tried")
+	}
+	<-done
+	if s.Capabilities().InputProof {
+		t.Fatal("a session whose probe was lost for good reports InputProof")
+	}
 	if _, err := s.Signal(ctx, termapi.SIGINT); err != nil {
 		t.Fatal(err)
 	}
+	send, err = s.StartSend(ctx, termapi.SendRequest{Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, res := drain(t, ctx, send); !res.Prompt {
+		t.Fatalf("after SIGINT: %s, want the prompt", res.Reason)
+	}
+	mustComplete(t, s, "echo still here", 0)
 }
 
 // noisy runs argv after printing what a login shell's startup files may

@@ -80,7 +80,8 @@ type Options struct {
 	// reports): a probe on a second channel of the same connection, or
 	// another exec in the same container (see RemoteProof). An error
 	// leaves the session without a proof, which its capabilities then say.
-	// The session closes the prober when it closes.
+	// A prober that is lost later (ErrProbeLost) is started again through
+	// it, up to three times. The session closes the prober when it closes.
 	StartProof func(ctx context.Context, farPID int) (Prober, error)
 	// WriteFile, when set, writes a file where the shell can read it
 	// (Session.WriteFile; FarFiles.Write is one): the session then has
@@ -163,6 +164,15 @@ type Session struct {
 	// nil for none. It is set before the session is handed out.
 	proof  func() (bool, error)
 	prober Prober
+	// A prober that is lost (ErrProbeLost) is started again, at most
+	// maxProofRestarts times (restartProofLocked): restarting while a new
+	// one starts, restartDone closed when that has ended (nil before the
+	// first), restarts how many were begun.
+	restarting  bool
+	restartDone chan struct{}
+	restarts    int
+	// restartWait is restartDone when Close began: Close waits for it.
+	restartWait chan struct{}
 	// probeEvery is the interval of the next WaitingForInput check,
 	// growing from probeMin to ProbeMax while the terminal stays quiet;
 	// lastProbe is when the last one ended.
@@ -258,7 +268,7 @@ func (s *Session) PID() int { return s.opts.PID }
 // files, hand-over, the sandbox and the limits as the backend said.
 func (s *Session) Capabilities() termapi.Capabilities {
 	s.mu.Lock()
-	proof := s.proof != nil
+	proof := s.proof != nil || s.restarting
 	s.mu.Unlock()
 	return termapi.Capabilities{
 		Exec:       true,

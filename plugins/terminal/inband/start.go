@@ -100,3 +100,77 @@ func (s *Session) startProof(ctx context.Context) error {
 	s.mu.Unlock()
 	return nil
 }
+
+// maxProofRestarts bounds how often a session starts its lost prober again:
+// a far end that keeps losing it is one without a proof.
+const maxProofRestarts = 3
+
+// restartProofLocked starts the session's prober again once it is lost (a
+// second channel closed under it, an answer that came too late): the
+// proof is what keeps a program waiting for input from holding a call
+// until its bound, and the silence bound does not stand in for it where
+// the proof was promised (Capabilities.InputProof). Meanwhile nothing is
+// proven; a new prober that fails to start leaves the session without a
+// proof, which its capabilities then say.
+func (s *Session) restartProofLocked() {
+	old := s.prober
+	if old == nil || s.restarting {
+		return
+	}
+	if s.opts.StartProof == nil || s.closing || s.restarts >= maxProofRestarts {
+		s.proof = nil // the lost prober is closed with the session
+		return
+	}
+	s.restarts++
+	s.restarting = true
+	s.prober, s.proof = nil, nil
+	done := make(chan struct{})
+	s.restartDone = done
+	go s.restartProof(old, s.farPID, done)
+}
+
+// restartProof closes the lost prober and starts a new one, which knows
+// the shell's prompt read from the old one: the shell may not be at its
+// prompt now.
+func (s *Session) restartProof(old Prober, pid int, done chan struct{}) {
+	defer close(done)
+	if err := old.Close(); err != nil {
+		s.log.Debug("closing the lost stdin probe", "err", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	p, err := s.opts.StartProof(ctx, pid)
+	if err == nil {
+		if np, ok := p.(*RemoteProof); ok {
+			if op, ok := old.(*RemoteProof); ok {
+				np.keepPrompt(op)
+			}
+		}
+	}
+	s.mu.Lock()
+	s.restarting = false
+	closing := s.closing
+	if err == nil && !closing {
+		s.prober, s.proof = p, p.WaitingForInput
+		s.resetProbeLocked(time.Now())
+	}
+	s.mu.Unlock()
+	switch {
+	case err != nil:
+		s.log.Info("the stdin probe was lost and could not be started again: a program waiting for input is inferred from silence", "err", err)
+	case closing:
+		if err := p.Close(); err != nil {
+			s.log.Debug("closing the stdin probe", "err", err)
+		}
+	default:
+		s.log.Debug("the stdin probe was lost and is started again")
+		s.kickClock()
+	}
+}
