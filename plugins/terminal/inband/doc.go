@@ -95,7 +95,10 @@
 // (Yama's ptrace_scope 1), sleeping where the kernel's terminal read sleeps
 // with nothing else open that could put it there; the shell's own read
 // builtin, told from the read at its prompt, which the probe learns at the
-// start. Relays that poll the terminal and a socket never count. A far end
+// start, or, where the syscall files are closed, by the same sleep in the
+// same read (its count of characters read unchanged) at two questions in
+// a row: the prompt's marker, printed before the prompt's read, has then
+// reached the session before the second answer. Relays that poll the terminal and a socket never count. A far end
 // without Linux's /proc or bash refuses the probe, and the session has no
 // proof (Capabilities.InputProof false). A probe lost later (its channel
 // closed, an answer too late) is started again, knowing the prompt's read

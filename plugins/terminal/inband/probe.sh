@@ -9,6 +9,12 @@
 #   s FD BUF N   the shell itself is in the foreground, blocked in
 #                read(FD, BUF, N) on the terminal: its prompt, or a read
 #                builtin (the caller tells them apart)
+#   v            where the shell's syscall file is closed to us: the
+#                shell itself is in the foreground, asleep where a
+#                terminal read sleeps, in a read it began since the last
+#                question
+#   w            as v, in the same read as at the last question, which
+#                answered v or w
 #
 # At the start it answers once: "r" when it can serve, or "x REASON".
 #
@@ -23,9 +29,16 @@
 # read sleeps (wait_woken, n_tty_read) and nothing else it has open could
 # put it there: only the terminal, files, directories, pipes and the
 # harmless character devices. The shell's own read is judged by its
-# syscall only. Relays (ssh, docker exec -it) poll, and never count.
+# syscall file; where that is closed to us, by the same sleep, and by its
+# count of characters read (/proc/PID/io), which says whether it is still
+# in the read it was in at the last question: the caller asks again only
+# after it has our last answer, so a read that lasted from one question to
+# the next began before that answer was sent, and at its prompt the shell
+# prints its prompt's marker before it reads, which the terminal has
+# carried to the caller before our next answer. Relays (ssh, docker exec
+# -it) poll, and never count.
 builtin set +o history 2>/dev/null
-P=$1 WCHAN_ONLY=${2-}
+P=$1 WCHAN_ONLY=${2-} SHELL_READ=
 IFS=$' \t\n'
 
 # get FILE: L gets the first line of FILE (which need not end in a
@@ -139,21 +152,50 @@ waits() {
 	[[ -n $sleeping ]] && quiet_fds "$1" "$ctty"
 }
 
+# shell_sleeps answers for the shell itself where its syscall file is
+# closed to us: v or w when it sleeps where a terminal read sleeps with
+# nothing else open that could put it there (SHELL_READ keeps its count of
+# characters read, to tell the same read at the next question), else n.
+shell_sleeps() {
+	local was=$SHELL_READ
+	SHELL_READ=
+	get "/proc/$P/wchan" && [[ $L == wait_woken || $L == n_tty_read ]] || { builtin echo n; builtin return; }
+	quiet_fds "$P" "$TTY" && get "/proc/$P/io" && [[ $L == rchar:* ]] || { builtin echo n; builtin return; }
+	SHELL_READ=$L
+	# It did not wake up meanwhile.
+	get "/proc/$P/wchan" && [[ $L == wait_woken || $L == n_tty_read ]] || {
+		SHELL_READ=
+		builtin echo n
+		builtin return
+	}
+	if [[ $was == "$SHELL_READ" ]]; then
+		builtin echo w
+	else
+		builtin echo v
+	fi
+}
+
 # probe answers one request.
 probe() {
 	local fg c q kids seen=0
 	stat_of "$P" && [[ ${F[19]} == "$START" ]] || { builtin echo x; builtin return; }
 	fg=${F[5]}
-	if ((fg <= 0)); then
-		builtin echo n
-	elif ((fg == P)); then
-		get "/proc/$P/syscall" || { builtin echo n; builtin return; }
+	if ((fg == P)); then
+		if [[ -n $WCHAN_ONLY ]] || ! get "/proc/$P/syscall"; then
+			shell_sleeps
+			builtin return
+		fi
 		c=($L)
 		if [[ ${#c[@]} -eq 9 && $READS == *" ${c[0]} "* ]] && on_tty "$P" $((c[1])) "$TTY"; then
 			builtin echo "s $((c[1])) $((c[2])) $((c[3]))"
 		else
 			builtin echo n
 		fi
+		builtin return
+	fi
+	SHELL_READ=
+	if ((fg <= 0)); then
+		builtin echo n
 	elif waits "$fg" "$fg"; then
 		builtin echo y
 	else

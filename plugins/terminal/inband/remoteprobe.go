@@ -176,9 +176,10 @@ func (p *RemoteProof) WaitingForInput() (bool, error) {
 		return false, err
 	}
 	switch {
-	case answer == "y":
+	case answer == "y", answer == "w":
+		// w: the shell's own read, seen twice (see probe.sh).
 		return true, nil
-	case answer == "n":
+	case answer == "n", answer == "v":
 		return false, nil
 	case answer == "x":
 		p.lose(fmt.Errorf("%w: the shell it watched has gone", ErrProbeLost))
