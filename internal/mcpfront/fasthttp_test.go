@@ -1,0 +1,247 @@
+package mcpfront
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// httpExchange is one POST's answer, as a client sees it.
+type httpExchange struct {
+	status      int
+	contentType string
+	body        string
+}
+
+func (e httpExchange) String() string {
+	return fmt.Sprintf("%d %s %q", e.status, e.contentType, e.body)
+}
+
+// fastHTTPClient is a session driven by hand over streamable HTTP.
+type fastHTTPClient struct {
+	t       *testing.T
+	url     string
+	client  *http.Client
+	session string
+	version string
+}
+
+// startFastHTTP serves r.f over HTTP and opens a session whose client
+// declares capabilities.
+func startFastHTTP(t *testing.T, r *rig, capabilities string) *fastHTTPClient {
+	t.Helper()
+	srv := httptest.NewServer(r.f.Handler(HTTPOptions{}))
+	t.Cleanup(func() {
+		r.f.Close(context.Background())
+		srv.Close()
+	})
+	c := &fastHTTPClient{t: t, url: srv.URL, client: srv.Client(), version: "2025-11-25"}
+	resp := c.send(t.Context(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+capabilities+`,"clientInfo":{"name":"raw","version":"0"}}}`, nil)
+	resp.Body.Close()
+	if c.session = resp.Header.Get("Mcp-Session-Id"); c.session == "" {
+		t.Fatalf("initialize: %s, no session id", resp.Status)
+	}
+	c.exchange(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+	return c
+}
+
+// send posts body on the session, with the headers a client sends, changed
+// by edit.
+func (c *fastHTTPClient) send(ctx context.Context, body string, edit func(http.Header)) *http.Response {
+	c.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.session != "" {
+		req.Header.Set("Mcp-Session-Id", c.session)
+		req.Header.Set("Mcp-Protocol-Version", c.version)
+	}
+	if edit != nil {
+		edit(req.Header)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return resp
+}
+
+func (c *fastHTTPClient) exchange(body string, edit func(http.Header)) httpExchange {
+	c.t.Helper()
+	resp := c.send(c.t.Context(), body, edit)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return httpExchange{resp.StatusCode, resp.Header.Get("Content-Type"), string(data)}
+}
+
+// TestFastHTTPMatchesSDK: every answer the HTTP handler writes when it
+// answers tools/call itself is the one the SDK writes: status, content
+// type and event stream, byte for byte.
+func TestFastHTTPMatchesSDK(t *testing.T) {
+	if noFastPath {
+		t.Skip("DSH_MCP_FAST_PATH=false: there is no fast path to compare with the SDK")
+	}
+	const call = `{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{%s}}`
+	run := func(sdkOnly bool) (got []httpExchange, served int64) {
+		r := newRig(t)
+		r.f = New(r.h, Options{Workdir: r.workdir, Version: "test", NoFastPath: sdkOnly, ProgressInterval: time.Hour})
+		c := startFastHTTP(t, r, `{}`)
+		ids := []string{`7`, `"s-1"`, `9007199254740993`, `"<&>"`}
+		for i, params := range fastCallParams {
+			got = append(got, c.exchange(fmt.Sprintf(call, ids[i%len(ids)], params), nil))
+		}
+		// A progress token: a notification comes first, on the same stream.
+		got = append(got, c.exchange(fmt.Sprintf(call, `"p"`, `"_meta":{"progressToken":"tok"},"name":"echo","arguments":{"text":"p"}`), nil))
+		// Headers the SDK refuses, or reads.
+		echo := fmt.Sprintf(call, `1`, `"name":"echo","arguments":{"text":"h"}`)
+		for _, edit := range []func(http.Header){
+			func(h http.Header) { h.Set("Mcp-Protocol-Version", "1999-01-01") },
+			func(h http.Header) { h.Del("Mcp-Protocol-Version") },
+			func(h http.Header) { h.Set("Accept", "application/json") },
+			func(h http.Header) { h.Set("Content-Type", "text/plain") },
+			func(h http.Header) { h.Set("Content-Type", "application/json; charset=utf-8") },
+			func(h http.Header) { h.Set("Last-Event-ID", "x_1") },
+			func(h http.Header) { h.Set("Accept", "*/*") },
+		} {
+			got = append(got, c.exchange(echo, edit))
+		}
+		// _meta naming a protocol version, which stateful HTTP refuses.
+		got = append(got, c.exchange(fmt.Sprintf(call, `2`, `"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"},"name":"echo","arguments":{"text":"v"}`), nil))
+		// A call while the front closes is a protocol error.
+		r.f.mu.Lock()
+		r.f.closing = true
+		r.f.mu.Unlock()
+		got = append(got, c.exchange(fmt.Sprintf(call, `8`, `"name":"echo","arguments":{"text":"late"}`), nil))
+		r.f.mu.Lock()
+		r.f.closing = false
+		r.f.mu.Unlock()
+		return got, r.f.httpServed.Load()
+	}
+	want, _ := run(true)
+	got, served := run(false)
+	if served < 10 {
+		t.Errorf("the fast path answered %d calls, want at least 10", served)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d answers, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("answer %d:\n fast %v\n  sdk %v", i, got[i], want[i])
+		}
+	}
+}
+
+// The calls of a client that can be asked questions, or that the front
+// must ask for its roots, stay with the SDK: it sends those requests on
+// the call's own stream.
+func TestFastHTTPLeavesAskingToTheSDK(t *testing.T) {
+	if noFastPath {
+		t.Skip("DSH_MCP_FAST_PATH=false")
+	}
+	const whoami = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami"}}`
+	t.Run("elicitation", func(t *testing.T) {
+		r := newRig(t)
+		c := startFastHTTP(t, r, `{"elicitation":{}}`)
+		if e := c.exchange(whoami, nil); e.status != http.StatusOK {
+			t.Fatalf("call: %v", e)
+		}
+		if n := r.f.httpServed.Load(); n != 0 {
+			t.Fatalf("the fast path answered %d calls of a client that declared elicitation", n)
+		}
+	})
+	t.Run("roots", func(t *testing.T) {
+		r := newRig(t)
+		r.f = New(r.h, Options{Workdir: r.workdir, AllowedRoots: []string{r.workdir}})
+		c := startFastHTTP(t, r, `{}`)
+		c.exchange(whoami, nil)
+		if n := r.f.httpServed.Load(); n != 0 {
+			t.Fatalf("the fast path answered a session's first call with roots allowed")
+		}
+		c.exchange(whoami, nil)
+		if n := r.f.httpServed.Load(); n != 1 {
+			t.Fatalf("the fast path answered %d of the later calls, want 1", n)
+		}
+	})
+}
+
+// A call answered by the handler is cancelled by the client's
+// notifications/cancelled (not only by its POST going away), and its POST
+// gets no answer.
+func TestFastHTTPCancelled(t *testing.T) {
+	r := newRig(t)
+	c := startFastHTTP(t, r, `{}`)
+	answered := make(chan string, 1)
+	go func() {
+		resp := c.send(context.WithoutCancel(t.Context()), `{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"block"}}`, nil)
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		answered <- string(data)
+	}()
+	recv(t, r.started, "the call to start")
+	if e := c.exchange(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"b"}}`, nil); e.status != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: %v", e)
+	}
+	if cause := recv(t, r.stopped, "the call to be cancelled"); !errors.Is(cause, context.Canceled) {
+		t.Fatalf("the tool saw %v, want context.Canceled", cause)
+	}
+	if body := recv(t, answered, "the POST to end"); strings.Contains(body, "data:") {
+		t.Fatalf("the cancelled call was answered: %q", body)
+	}
+	if want := 1 - int64(boolInt(noFastPath)); r.f.httpServed.Load() != want {
+		t.Fatalf("the fast path took %d calls, want %d", r.f.httpServed.Load(), want)
+	}
+}
+
+// A call whose id is that of a call in flight on the session is refused,
+// as the SDK refuses it.
+func TestFastHTTPDuplicateID(t *testing.T) {
+	r := newRig(t)
+	c := startFastHTTP(t, r, `{}`)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	resp := c.send(ctx, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"block"}}`, nil)
+	defer resp.Body.Close()
+	recv(t, r.started, "the call to start")
+	e := c.exchange(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`, nil)
+	want := httpExchange{http.StatusBadRequest, "application/json", `{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"duplicate in-flight request ID 5"}}`}
+	if e != want {
+		t.Fatalf("a second call with id 5: %v, want %v", e, want)
+	}
+	cancel()
+	recv(t, r.stopped, "the call to stop")
+}
+
+// A session's idle timer does not run while a POST of it is in flight,
+// and runs again once none is.
+func TestIdleSessionsCountPOSTs(t *testing.T) {
+	closed := make(chan string, 1)
+	s := newIdleSessions(time.Hour, func(_ context.Context, id string) { closed <- id })
+	defer s.stop()
+	s.start("a")
+	end := s.begin("a")
+	l := s.sessions["a"]
+	s.expire("a", l) // as if the timer had fired
+	select {
+	case id := <-closed:
+		t.Fatalf("session %s closed during a POST", id)
+	default:
+	}
+	end()
+	s.expire("a", l)
+	if id := recv(t, closed, "the idle session to close"); id != "a" {
+		t.Fatalf("closed %q", id)
+	}
+}
