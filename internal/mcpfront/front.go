@@ -92,14 +92,14 @@ type Front struct {
 	httpCalls        httpCalls
 	httpServed       atomic.Int64 // calls the HTTP handler answered itself
 	workdir          string
-	logger      *slog.Logger
-	progress    time.Duration
-	calls       CallObserver
-	requests    requests
-	users       sessionUsers // over HTTP: who opened each session
-	sessions    sessionSlots // over HTTP: sessions being opened
-	roots       []string     // Options.AllowedRoots, resolved
-	audit       *audit.Log
+	logger           *slog.Logger
+	progress         time.Duration
+	calls            CallObserver
+	requests         requests
+	users            sessionUsers // over HTTP: who opened each session
+	sessions         sessionSlots // over HTTP: sessions being opened
+	roots            []string     // Options.AllowedRoots, resolved
+	audit            *audit.Log
 
 	mu      sync.Mutex
 	closing bool
