@@ -75,6 +75,18 @@ func (f *Front) fastHTTP(w http.ResponseWriter, r *http.Request, id string, req 
 	if len(f.roots) > 0 && !f.hasOwner(ss) {
 		return false
 	}
+	// The writers wrap w as they wrap it for the SDK, in the same order,
+	// and the SDK's headers are set before it refuses a duplicate id: a
+	// refused call's answer has them, and a cancelled call's silenced
+	// stream has none (its headers go out only with its first write).
+	w, endEarly := earlyHeaders(w, r, req.Method, f.progress)
+	defer endEarly()
+	w, end := f.requests.begin(w, r)
+	defer end()
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Connection", "keep-alive")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	key := idKey(req.ID)
@@ -88,14 +100,6 @@ func (f *Front) fastHTTP(w http.ResponseWriter, r *http.Request, id string, req 
 	defer f.httpCalls.remove(id, key)
 	f.httpServed.Add(1)
 
-	w, end := f.requests.begin(w, r)
-	defer end()
-	w, endEarly := earlyHeaders(w, r, req.Method, f.progress)
-	defer endEarly()
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Connection", "keep-alive")
 	s := &sseStream{w: w}
 	ctx = context.WithValue(ctx, progressSinkKey{}, s.progress)
 	res, err := f.call(ctx, p.Name, &mcp.CallToolRequest{

@@ -14,13 +14,14 @@ import (
 
 // httpExchange is one POST's answer, as a client sees it.
 type httpExchange struct {
-	status      int
-	contentType string
-	body        string
+	status       int
+	contentType  string
+	cacheControl string
+	body         string
 }
 
 func (e httpExchange) String() string {
-	return fmt.Sprintf("%d %s %q", e.status, e.contentType, e.body)
+	return fmt.Sprintf("%d %s (Cache-Control %q) %q", e.status, e.contentType, e.cacheControl, e.body)
 }
 
 // fastHTTPClient is a session driven by hand over streamable HTTP.
@@ -30,6 +31,7 @@ type fastHTTPClient struct {
 	client  *http.Client
 	session string
 	version string
+	token   string // sent as a bearer token, when set
 }
 
 // startFastHTTP serves r.f over HTTP and opens a session whose client
@@ -42,13 +44,21 @@ func startFastHTTP(t *testing.T, r *rig, capabilities string) *fastHTTPClient {
 		srv.Close()
 	})
 	c := &fastHTTPClient{t: t, url: srv.URL, client: srv.Client(), version: "2025-11-25"}
-	resp := c.send(t.Context(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+capabilities+`,"clientInfo":{"name":"raw","version":"0"}}}`, nil)
+	c.open(capabilities)
+	return c
+}
+
+// open initializes c's session under c.version, its client declaring
+// capabilities.
+func (c *fastHTTPClient) open(capabilities string) {
+	c.t.Helper()
+	c.session = ""
+	resp := c.send(c.t.Context(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"`+c.version+`","capabilities":`+capabilities+`,"clientInfo":{"name":"raw","version":"0"}}}`, nil)
 	resp.Body.Close()
 	if c.session = resp.Header.Get("Mcp-Session-Id"); c.session == "" {
-		t.Fatalf("initialize: %s, no session id", resp.Status)
+		c.t.Fatalf("initialize: %s, no session id", resp.Status)
 	}
 	c.exchange(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
-	return c
 }
 
 // send posts body on the session, with the headers a client sends, changed
@@ -65,6 +75,9 @@ func (c *fastHTTPClient) send(ctx context.Context, body string, edit func(http.H
 		req.Header.Set("Mcp-Session-Id", c.session)
 		req.Header.Set("Mcp-Protocol-Version", c.version)
 	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	if edit != nil {
 		edit(req.Header)
 	}
@@ -77,18 +90,37 @@ func (c *fastHTTPClient) send(ctx context.Context, body string, edit func(http.H
 
 func (c *fastHTTPClient) exchange(body string, edit func(http.Header)) httpExchange {
 	c.t.Helper()
-	resp := c.send(c.t.Context(), body, edit)
+	return c.read(c.send(c.t.Context(), body, edit))
+}
+
+func (c *fastHTTPClient) read(resp *http.Response) httpExchange {
+	c.t.Helper()
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	return httpExchange{resp.StatusCode, resp.Header.Get("Content-Type"), string(data)}
+	return httpExchange{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"), string(data)}
+}
+
+// as is c with another bearer token (none for "").
+func (c *fastHTTPClient) as(token string) *fastHTTPClient {
+	d := *c
+	d.token = token
+	return &d
 }
 
 // TestFastHTTPMatchesSDK: every answer the HTTP handler writes when it
 // answers tools/call itself is the one the SDK writes: status, content
-// type and event stream, byte for byte.
+// type, caching and event stream, byte for byte. The same script runs
+// with and without the fast path, behind bearer tokens: sessions under
+// each protocol version the SDK serves statefully, the per-request
+// (2026-07-28) generation, which a stateful server refuses, with and
+// without a session, calls that fail, progress, a cancelled call, the
+// headers the SDK refuses or reads, other tokens' requests, and calls on
+// a session that has ended. dsh never asks the SDK for JSON responses, so
+// every call's answer is an event stream; a client that accepts only JSON
+// is refused, by the SDK.
 func TestFastHTTPMatchesSDK(t *testing.T) {
 	if noFastPath {
 		t.Skip("DSH_MCP_FAST_PATH=false: there is no fast path to compare with the SDK")
@@ -97,7 +129,13 @@ func TestFastHTTPMatchesSDK(t *testing.T) {
 	run := func(sdkOnly bool) (got []httpExchange, served int64) {
 		r := newRig(t)
 		r.f = New(r.h, Options{Workdir: r.workdir, Version: "test", NoFastPath: sdkOnly, ProgressInterval: time.Hour})
-		c := startFastHTTP(t, r, `{}`)
+		srv := httptest.NewServer(r.f.Handler(HTTPOptions{Tokens: tokens(t, tokenA, tokenB)}))
+		t.Cleanup(func() {
+			r.f.Close(context.Background())
+			srv.Close()
+		})
+		c := &fastHTTPClient{t: t, url: srv.URL, client: srv.Client(), version: "2025-11-25", token: tokenA}
+		c.open(`{}`)
 		ids := []string{`7`, `"s-1"`, `9007199254740993`, `"<&>"`}
 		for i, params := range fastCallParams {
 			got = append(got, c.exchange(fmt.Sprintf(call, ids[i%len(ids)], params), nil))
@@ -108,17 +146,70 @@ func TestFastHTTPMatchesSDK(t *testing.T) {
 		echo := fmt.Sprintf(call, `1`, `"name":"echo","arguments":{"text":"h"}`)
 		for _, edit := range []func(http.Header){
 			func(h http.Header) { h.Set("Mcp-Protocol-Version", "1999-01-01") },
+			func(h http.Header) { h.Set("Mcp-Protocol-Version", "2025-06-18") },
+			func(h http.Header) { h.Set("Mcp-Protocol-Version", "2026-07-28") },
 			func(h http.Header) { h.Del("Mcp-Protocol-Version") },
 			func(h http.Header) { h.Set("Accept", "application/json") },
+			func(h http.Header) { h.Set("Accept", "text/event-stream") },
+			func(h http.Header) { h.Del("Accept") },
 			func(h http.Header) { h.Set("Content-Type", "text/plain") },
 			func(h http.Header) { h.Set("Content-Type", "application/json; charset=utf-8") },
 			func(h http.Header) { h.Set("Last-Event-ID", "x_1") },
 			func(h http.Header) { h.Set("Accept", "*/*") },
+			func(h http.Header) { h.Set("Mcp-Session-Id", "nosuch") },
 		} {
 			got = append(got, c.exchange(echo, edit))
 		}
+		// Bodies that are not one plain call.
+		for _, body := range []string{
+			`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":[]}`,
+			`{"jsonrpc":"2.0","id":3,"method":"tools/call"}`,
+			`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}`,
+			`[` + echo + `]`,
+			`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"text":"n"}}}`,
+			`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`,
+		} {
+			got = append(got, c.exchange(body, nil))
+		}
 		// _meta naming a protocol version, which stateful HTTP refuses.
 		got = append(got, c.exchange(fmt.Sprintf(call, `2`, `"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"},"name":"echo","arguments":{"text":"v"}`), nil))
+		// The per-request generation: a probe, then calls, with the
+		// session's id and without one.
+		perRequest := fmt.Sprintf(call, `"pr"`, `"_meta":`+perRequestMeta+`,"name":"echo","arguments":{"text":"pr"}`)
+		newGen := func(h http.Header) { h.Set("Mcp-Protocol-Version", "2026-07-28") }
+		got = append(got, c.exchange(perRequest, newGen))
+		got = append(got, c.exchange(perRequest, nil))
+		stateless := c.as(tokenA)
+		stateless.session = ""
+		got = append(got, stateless.exchange(`{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{"_meta":`+perRequestMeta+`}}`, newGen))
+		got = append(got, stateless.exchange(perRequest, newGen))
+		// Other sessions, under the older protocol versions, calling in
+		// turn with the first; one of them another token's.
+		older := []*fastHTTPClient{c.as(tokenA), c.as(tokenB)}
+		for i, v := range []string{"2025-06-18", "2025-03-26"} {
+			older[i].version = v
+			older[i].open(`{"roots":{}}`)
+		}
+		for i := range 3 {
+			for j, s := range append(older, c) {
+				got = append(got, s.exchange(fmt.Sprintf(call, fmt.Sprint(10+i), fmt.Sprintf(`"name":"echo","arguments":{"text":"%d %d"}`, i, j)), nil))
+			}
+		}
+		// Another token, a wrong one and none, on the first session.
+		for _, tok := range []string{tokenB, "wrong-token-wrong-token-wrong-token", ""} {
+			got = append(got, c.as(tok).exchange(echo, nil))
+		}
+		// A cancelled call: its POST ends without an answer.
+		answered := make(chan httpExchange, 1)
+		go func() {
+			answered <- c.read(c.send(context.WithoutCancel(t.Context()), fmt.Sprintf(call, `"b"`, `"name":"block"`), nil))
+		}()
+		recv(t, r.started, "the call to start")
+		// A second call with the id of the one in flight is refused.
+		got = append(got, c.exchange(fmt.Sprintf(call, `"b"`, `"name":"echo","arguments":{"text":"dup"}`), nil))
+		got = append(got, c.exchange(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"b"}}`, nil))
+		recv(t, r.stopped, "the call to be cancelled")
+		got = append(got, recv(t, answered, "the cancelled call's POST to end"))
 		// A call while the front closes is a protocol error.
 		r.f.mu.Lock()
 		r.f.closing = true
@@ -127,12 +218,25 @@ func TestFastHTTPMatchesSDK(t *testing.T) {
 		r.f.mu.Lock()
 		r.f.closing = false
 		r.f.mu.Unlock()
+		// A call on a session its client has deleted.
+		del, err := http.NewRequestWithContext(t.Context(), http.MethodDelete, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		del.Header.Set("Mcp-Session-Id", older[0].session)
+		del.Header.Set("Authorization", "Bearer "+tokenA)
+		resp, err := srv.Client().Do(del)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, older[0].read(resp))
+		got = append(got, older[0].exchange(echo, nil))
 		return got, r.f.httpServed.Load()
 	}
 	want, _ := run(true)
 	got, served := run(false)
-	if served < 10 {
-		t.Errorf("the fast path answered %d calls, want at least 10", served)
+	if served < 20 {
+		t.Errorf("the fast path answered %d calls, want at least 20", served)
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d answers, want %d", len(got), len(want))
@@ -216,7 +320,7 @@ func TestFastHTTPDuplicateID(t *testing.T) {
 	defer resp.Body.Close()
 	recv(t, r.started, "the call to start")
 	e := c.exchange(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`, nil)
-	want := httpExchange{http.StatusBadRequest, "application/json", `{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"duplicate in-flight request ID 5"}}`}
+	want := httpExchange{status: http.StatusBadRequest, contentType: "application/json", cacheControl: "no-cache, no-transform", body: `{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"duplicate in-flight request ID 5"}}`}
 	if e != want {
 		t.Fatalf("a second call with id 5: %v, want %v", e, want)
 	}
