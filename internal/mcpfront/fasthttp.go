@@ -99,6 +99,15 @@ func (f *Front) fastHTTP(w http.ResponseWriter, r *http.Request, id string, req 
 	}
 	defer f.httpCalls.remove(id, key)
 	f.httpServed.Add(1)
+	// The SDK flushes each event, so its stream is framed as one that goes
+	// on: chunked over HTTP/1.1, without a Content-Length over HTTP/2.
+	// Over HTTP/1.1 the header asks net/http for that framing without a
+	// flush (the answer and the stream's end then go out in one write);
+	// HTTP/2 has no such header, and the answer is flushed there.
+	flushLast := r.ProtoMajor >= 2
+	if !flushLast {
+		h.Set("Transfer-Encoding", "chunked")
+	}
 
 	s := &sseStream{w: w}
 	ctx = context.WithValue(ctx, progressSinkKey{}, s.progress)
@@ -112,9 +121,8 @@ func (f *Front) fastHTTP(w http.ResponseWriter, r *http.Request, id string, req 
 		f.logger.Warn("encoding a call's answer failed", "error", err)
 		return true
 	}
-	// The answer is the stream's last event: net/http sends it, with the
-	// end of the response, in one write when the handler returns.
-	s.event(line[:len(line)-1], false) // without its newline
+	// The answer is the stream's last event.
+	s.event(line[:len(line)-1], flushLast) // without its newline
 	return true
 }
 

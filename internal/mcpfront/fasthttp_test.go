@@ -18,10 +18,11 @@ type httpExchange struct {
 	contentType  string
 	cacheControl string
 	body         string
+	framing      string // protocol, Content-Length and Transfer-Encoding
 }
 
 func (e httpExchange) String() string {
-	return fmt.Sprintf("%d %s (Cache-Control %q) %q", e.status, e.contentType, e.cacheControl, e.body)
+	return fmt.Sprintf("%d %s (Cache-Control %q) %q (%s)", e.status, e.contentType, e.cacheControl, e.body, e.framing)
 }
 
 // fastHTTPClient is a session driven by hand over streamable HTTP.
@@ -100,7 +101,7 @@ func (c *fastHTTPClient) read(resp *http.Response) httpExchange {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	return httpExchange{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"), string(data)}
+	return httpExchange{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Cache-Control"), string(data), fmt.Sprint(resp.Proto, " length ", resp.ContentLength, " ", resp.TransferEncoding)}
 }
 
 // as is c with another bearer token (none for "").
@@ -112,7 +113,8 @@ func (c *fastHTTPClient) as(token string) *fastHTTPClient {
 
 // TestFastHTTPMatchesSDK: every answer the HTTP handler writes when it
 // answers tools/call itself is the one the SDK writes: status, content
-// type, caching and event stream, byte for byte. The same script runs
+// type, caching, framing (chunked, or not) and event stream, byte for
+// byte, over HTTP/1.1 and HTTP/2. The same script runs
 // with and without the fast path, behind bearer tokens: sessions under
 // each protocol version the SDK serves statefully, the per-request
 // (2026-07-28) generation, which a stateful server refuses, with and
@@ -126,10 +128,16 @@ func TestFastHTTPMatchesSDK(t *testing.T) {
 		t.Skip("DSH_MCP_FAST_PATH=false: there is no fast path to compare with the SDK")
 	}
 	const call = `{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{%s}}`
-	run := func(sdkOnly bool) (got []httpExchange, served int64) {
+	run := func(t *testing.T, sdkOnly, http2 bool) (got []httpExchange, served int64) {
 		r := newRig(t)
 		r.f = New(r.h, Options{Workdir: r.workdir, Version: "test", NoFastPath: sdkOnly, ProgressInterval: time.Hour})
-		srv := httptest.NewServer(r.f.Handler(HTTPOptions{Tokens: tokens(t, tokenA, tokenB)}))
+		srv := httptest.NewUnstartedServer(r.f.Handler(HTTPOptions{Tokens: tokens(t, tokenA, tokenB)}))
+		if http2 {
+			srv.EnableHTTP2 = true
+			srv.StartTLS()
+		} else {
+			srv.Start()
+		}
 		t.Cleanup(func() {
 			r.f.Close(context.Background())
 			srv.Close()
@@ -233,18 +241,25 @@ func TestFastHTTPMatchesSDK(t *testing.T) {
 		got = append(got, older[0].exchange(echo, nil))
 		return got, r.f.httpServed.Load()
 	}
-	want, _ := run(true)
-	got, served := run(false)
-	if served < 20 {
-		t.Errorf("the fast path answered %d calls, want at least 20", served)
-	}
-	if len(got) != len(want) {
-		t.Fatalf("%d answers, want %d", len(got), len(want))
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Errorf("answer %d:\n fast %v\n  sdk %v", i, got[i], want[i])
-		}
+	for _, http2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[http2], func(t *testing.T) {
+			want, _ := run(t, true, http2)
+			got, served := run(t, false, http2)
+			if served < 20 {
+				t.Errorf("the fast path answered %d calls, want at least 20", served)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d answers, want %d", len(got), len(want))
+			}
+			if proto := "HTTP/" + map[bool]string{false: "1.1", true: "2.0"}[http2]; !strings.HasPrefix(got[0].framing, proto) {
+				t.Fatalf("answered over %s, want %s", got[0].framing, proto)
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Errorf("answer %d:\n fast %v\n  sdk %v", i, got[i], want[i])
+				}
+			}
+		})
 	}
 }
 
@@ -320,7 +335,7 @@ func TestFastHTTPDuplicateID(t *testing.T) {
 	defer resp.Body.Close()
 	recv(t, r.started, "the call to start")
 	e := c.exchange(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`, nil)
-	want := httpExchange{status: http.StatusBadRequest, contentType: "application/json", cacheControl: "no-cache, no-transform", body: `{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"duplicate in-flight request ID 5"}}`}
+	want := httpExchange{status: http.StatusBadRequest, contentType: "application/json", cacheControl: "no-cache, no-transform", body: `{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"duplicate in-flight request ID 5"}}`, framing: "HTTP/1.1 length 93 []"}
 	if e != want {
 		t.Fatalf("a second call with id 5: %v, want %v", e, want)
 	}
