@@ -2,6 +2,7 @@ package mcpfront
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // httpExchange is one POST's answer, as a client sees it.
@@ -362,5 +365,61 @@ func TestIdleSessionsCountPOSTs(t *testing.T) {
 	s.expire("a", l)
 	if id := recv(t, closed, "the idle session to close"); id != "a" {
 		t.Fatalf("closed %q", id)
+	}
+}
+
+// TestCannotBeAskedAgreesWithTheSDK: whenever cannotBeAsked spares a call
+// the SDK's decoding of its capabilities, the SDK finds no elicitation in
+// them either, for capabilities in the call's _meta, the session's
+// initialize, both or neither, spelled and typed every way.
+func TestCannotBeAskedAgreesWithTheSDK(t *testing.T) {
+	r := newRig(t)
+	plain := startFastHTTP(t, r, `{}`)
+	asking := &fastHTTPClient{t: t, url: plain.url, client: plain.client, version: plain.version}
+	asking.open(`{"elicitation":{}}`)
+	sessions := map[string]*mcp.ServerSession{
+		"no session":          nil,
+		"plain session":       r.f.users.session(plain.session),
+		"elicitation session": r.f.users.session(asking.session),
+	}
+	metas := map[string]string{
+		"no params":                  "",
+		"no _meta":                   `{"name":"echo"}`,
+		"no capabilities":            `{"name":"echo","_meta":{"progressToken":1}}`,
+		"null capabilities":          `{"name":"echo","_meta":{"io.modelcontextprotocol/clientCapabilities":null}}`,
+		"empty capabilities":         `{"name":"echo","_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}`,
+		"roots only":                 `{"name":"echo","_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}}}}`,
+		"elicitation":                `{"name":"echo","_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}`,
+		"elicitation, other case":    `{"name":"echo","_meta":{"io.modelcontextprotocol/clientCapabilities":{"Elicitation":{"form":{}}}}}`,
+		"null elicitation":           `{"name":"echo","_meta":{"io.modelcontextprotocol/clientCapabilities":{"elicitation":null}}}`,
+		"capabilities not an object": `{"name":"echo","_meta":{"io.modelcontextprotocol/clientCapabilities":"x"}}`,
+		"undecodable capabilities":   `{"name":"echo","_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":5}}}`,
+	}
+	spared := 0
+	for sname, ss := range sessions {
+		for mname, params := range metas {
+			req := &mcp.CallToolRequest{Session: ss}
+			if params != "" {
+				req.Params = new(mcp.CallToolParamsRaw)
+				if err := json.Unmarshal([]byte(params), req.Params); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !cannotBeAsked(req) {
+				continue
+			}
+			spared++
+			if caps := req.ClientCapabilities(); caps != nil && caps.Elicitation != nil {
+				t.Errorf("%s, %s: spared, but the SDK finds elicitation %+v", sname, mname, caps.Elicitation)
+			}
+		}
+	}
+	if spared < 10 {
+		t.Errorf("cannotBeAsked spared %d of the cases, want at least 10", spared)
+	}
+	// A typed value, as an in-process caller may put there, goes to the SDK.
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{mcp.MetaKeyClientCapabilities: &mcp.ClientCapabilities{}}}}
+	if cannotBeAsked(req) {
+		t.Error("a typed capabilities value was not left to the SDK")
 	}
 }
