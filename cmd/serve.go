@@ -101,7 +101,7 @@ sessions lists the running servers' sessions.`,
 	cmd.Flags().StringArrayVar(&f.allowed, "allowed-host", nil, "with --http: a further name requests may carry in their Host header (repeatable)")
 	cmd.Flags().IntVar(&f.maxSessions, "max-sessions", defaultMaxSessions(), "with --http: the most sessions (each with its shell) open at once; 0: no bound")
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics", "", "serve Prometheus metrics at /metrics on this loopback host:port (bearer token required), or on the unix socket unix:PATH")
-	cmd.Flags().BoolVar(&f.fastPath, "mcp-fast-path", os.Getenv(fastPathEnv) != "false", "over stdio, answer tools/call without the MCP SDK's dispatch, byte for byte as the SDK would (see internal/mcpfast); false has the SDK answer everything (also: "+fastPathEnv+"=false)")
+	cmd.Flags().BoolVar(&f.fastPath, "mcp-fast-path", os.Getenv(fastPathEnv) != "false", "over stdio and HTTP, answer tools/call without the MCP SDK's dispatch, byte for byte as the SDK would (see internal/mcpfast); false has the SDK answer everything (also: "+fastPathEnv+"=false)")
 	cmd.Flags().StringVar(&f.pprofAddr, "pprof", "", "serve Go profiles at /debug/pprof/ on this loopback host:port (bearer token required), or on the unix socket unix:PATH")
 	cmd.Flags().BoolVar(&f.rotateToken, "rotate-token", false, "with --http, --metrics or --pprof: replace the token kept from an earlier start with a new one (clients need the new one)")
 	cmd.Flags().StringVar(&f.tlsCert, "tls-cert", "", "with --http: serve HTTPS with this certificate (PEM; with --tls-key)")

@@ -41,6 +41,9 @@ type Params struct {
 	Arguments      json.RawMessage `json:"arguments"`
 	InputResponses json.RawMessage `json:"inputResponses"`
 	RequestState   json.RawMessage `json:"requestState"`
+	// Versioned: the _meta names a protocol version, whatever its value
+	// (over stateful HTTP the SDK refuses such a call).
+	Versioned bool `json:"-"`
 }
 
 // meta is what the fast path reads of a tools/call's _meta.
@@ -71,6 +74,7 @@ func Decode(params json.RawMessage) (p *Params, raw *mcp.CallToolParamsRaw, perR
 	if _, err := segjson.Parse(p.Meta, &m, DecodeFlags); err != nil || p.Meta[0] != '{' {
 		return nil, nil, false, false
 	}
+	p.Versioned = m.ProtocolVersion != nil
 	if m.ProgressToken != nil {
 		raw.Meta = mcp.Meta{"progressToken": m.ProgressToken}
 	}

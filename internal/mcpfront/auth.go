@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Tokens are the bearer tokens an HTTP handler accepts. Each is its own
@@ -215,19 +216,27 @@ func (p hostPolicy) check(r *http.Request) error {
 
 // sessionUsers remembers which identity opened each session ("" without
 // authentication), so that a request carrying another identity is refused
-// before it has any effect (dsh acts on a DELETE before the SDK sees it).
+// before it has any effect (dsh acts on a DELETE before the SDK sees it),
+// and the SDK's session of each id, for the calls dsh answers itself
+// (fasthttp.go).
 type sessionUsers struct {
 	mu    sync.Mutex
-	users map[string]string
+	users map[string]sessionEntry
 }
 
-func (s *sessionUsers) record(id, user string) {
+// sessionEntry is what sessionUsers knows of one session.
+type sessionEntry struct {
+	user string
+	ss   *mcp.ServerSession
+}
+
+func (s *sessionUsers) record(id, user string, ss *mcp.ServerSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.users == nil {
-		s.users = make(map[string]string)
+		s.users = make(map[string]sessionEntry)
 	}
-	s.users[id] = user
+	s.users[id] = sessionEntry{user: user, ss: ss}
 }
 
 func (s *sessionUsers) forget(id string) {
@@ -249,8 +258,15 @@ func (s *sessionUsers) known(id string) bool {
 func (s *sessionUsers) allows(id, user string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	owner, ok := s.users[id]
-	return !ok || owner == user
+	e, ok := s.users[id]
+	return !ok || e.user == user
+}
+
+// session is the SDK's session of id, if it was recorded and has not ended.
+func (s *sessionUsers) session(id string) *mcp.ServerSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.users[id].ss
 }
 
 // requestUser is the identity a request authenticated as, or "".

@@ -66,7 +66,7 @@
 // does the session end. Until the answer to initialize is written, calls
 // wait behind it, so no answer comes before it.
 //
-// # The stdio fast path
+// # The fast path
 //
 // Over stdio, the transport answers a plain tools/call itself
 // (fastcall.go): it runs the call through the same handler and writes the
@@ -74,12 +74,15 @@
 // checks under both protocols. The SDK's dispatch of a request cost more
 // CPU and latency than the rest of a trivial call. Every other request,
 // and any tools/call the SDK might answer differently, goes to the SDK.
-// What the fast path reproduces of the SDK (its decoding of a call, its
-// protocol constant, the answer's bytes) is package mcpfast, which pins
-// the go-sdk version it was checked against. The front decides at New
-// whether there is a fast path (Options.NoFastPath: dsh serve
-// --mcp-fast-path=false), and Serve installs it on a stdio connection
-// only then.
+// Over streamable HTTP the handler does the same for a plain tools/call
+// POST on a session (fasthttp.go; TestFastHTTPMatchesSDK): it writes the
+// event stream the SDK would, carries the call's progress on it, and
+// cancels it on the client's notifications/cancelled. What the fast path
+// reproduces of the SDK (its decoding of a call, its protocol constant,
+// the answer's bytes) is package mcpfast, which pins the go-sdk version it
+// was checked against. The front decides at New whether there is a fast
+// path (Options.NoFastPath: dsh serve --mcp-fast-path=false), and Serve
+// installs it on a stdio connection only then.
 //
 // # Results and errors
 //

@@ -38,11 +38,11 @@ type earlyWriter struct {
 	stop      chan struct{}
 }
 
-// earlyHeaders wraps w for the request r, if r is a tools/call that may be
-// answered with an event stream; end must be called when the handler
-// returns.
-func earlyHeaders(w http.ResponseWriter, r *http.Request, interval time.Duration) (http.ResponseWriter, func()) {
-	if postMethod(r) != "tools/call" || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+// earlyHeaders wraps w for the request r, whose JSON-RPC method is
+// method, if r is a tools/call that may be answered with an event stream;
+// end must be called when the handler returns.
+func earlyHeaders(w http.ResponseWriter, r *http.Request, method string, interval time.Duration) (http.ResponseWriter, func()) {
+	if method != "tools/call" || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		return w, func() {}
 	}
 	e := &earlyWriter{ResponseWriter: w, interval: interval, header: w.Header().Clone(), stop: make(chan struct{})}

@@ -3,6 +3,7 @@ package mcpfront
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -39,6 +40,9 @@ const (
 // a client's retry with one. later reports that questions go with the
 // call's result.
 func withAsker(ctx context.Context, req *mcp.CallToolRequest) (_ context.Context, later bool) {
+	if cannotBeAsked(req) {
+		return ctx, false
+	}
 	caps := req.ClientCapabilities()
 	if caps == nil || caps.Elicitation == nil || (caps.Elicitation.Form == nil && caps.Elicitation.URL != nil) {
 		// A client that names neither mode can do forms (the
@@ -127,4 +131,37 @@ func inputRequired(ask *host.InputRequired) *mcp.CallToolResult {
 		InputRequests: mcp.InputRequestMap{secretRequest: secretForm(ask.Message)},
 		RequestState:  ask.State,
 	}
+}
+
+// cannotBeAsked reports, without the SDK's decoding of the capabilities a
+// call carries (a JSON round trip of its _meta at every call), that
+// req.ClientCapabilities() has no elicitation: neither the _meta's
+// capabilities, a JSON object, nor the session's initialize name it. The
+// SDK reads the _meta's first, and the session's when it has none or they
+// do not decode, so with neither naming it, it finds none either way.
+// False means the SDK must decide (a key spelled in any case counts as
+// naming it, as a decoder might match it).
+func cannotBeAsked(req *mcp.CallToolRequest) bool {
+	if req.Session != nil {
+		if ip := req.Session.InitializeParams(); ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil {
+			return false
+		}
+	}
+	if req.Params == nil {
+		return true
+	}
+	raw, ok := req.Params.GetMeta()[mcp.MetaKeyClientCapabilities]
+	if !ok || raw == nil {
+		return true
+	}
+	caps, ok := raw.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k := range caps {
+		if strings.EqualFold(k, "elicitation") {
+			return false
+		}
+	}
+	return true
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -44,8 +45,8 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Calls, when set, learns how every tool call went (metrics).
 	Calls CallObserver
-	// NoFastPath has the SDK answer every request on stdio, tools/call
-	// included (dsh serve --mcp-fast-path=false; see package mcpfast):
+	// NoFastPath has the SDK answer every request on stdio and over
+	// HTTP, tools/call included (dsh serve --mcp-fast-path=false; see package mcpfast):
 	// slower, and independent of how the SDK writes its answers.
 	NoFastPath bool
 	// Audit, when set, gets a record of every tool call.
@@ -83,19 +84,27 @@ type Front struct {
 	// fastEncoder writes the answers of the stdio fast path; nil when it
 	// is off (Options.NoFastPath).
 	fastEncoder *mcpfast.Encoder
-	workdir     string
-	logger      *slog.Logger
-	progress    time.Duration
-	calls       CallObserver
-	requests    requests
-	users       sessionUsers // over HTTP: who opened each session
-	sessions    sessionSlots // over HTTP: sessions being opened
-	roots       []string     // Options.AllowedRoots, resolved
-	audit       *audit.Log
+	// toolNames are the tools a fast path may answer a call of;
+	// statefulVersions the protocol versions the SDK serves over stateful
+	// HTTP, which a call answered by dsh may carry in its header.
+	toolNames        map[string]bool
+	statefulVersions map[string]bool
+	httpCalls        httpCalls
+	httpServed       atomic.Int64 // calls the HTTP handler answered itself
+	workdir          string
+	logger           *slog.Logger
+	progress         time.Duration
+	calls            CallObserver
+	requests         requests
+	users            sessionUsers // over HTTP: who opened each session
+	sessions         sessionSlots // over HTTP: sessions being opened
+	roots            []string     // Options.AllowedRoots, resolved
+	audit            *audit.Log
 
 	mu      sync.Mutex
 	closing bool
 	orphans []*orphans // of the HTTP handlers, stopped on Close
+	idles   []*idleSessions
 	// owners holds each session's owner from its first call until the
 	// session has ended (its Wait returned), closed owners included, so that
 	// a session that is ending never gets a new one. A nil owner marks a
@@ -148,6 +157,16 @@ func New(h *host.Host, opts Options) *Front {
 	f.impl = &mcp.Implementation{Name: "dsh", Version: opts.Version}
 	if !opts.NoFastPath {
 		f.fastEncoder = mcpfast.NewEncoder(f.impl)
+		f.toolNames = make(map[string]bool)
+		for _, t := range h.Tools().List() {
+			f.toolNames[t.Name] = true
+		}
+		f.statefulVersions = make(map[string]bool)
+		for _, v := range mcp.SupportedProtocolVersions() {
+			if v < mcpfast.PerRequestProtocol {
+				f.statefulVersions[v] = true
+			}
+		}
 	}
 	f.server = mcp.NewServer(f.impl, &mcp.ServerOptions{
 		// The tools' own instructions, which clients show the model.
@@ -243,6 +262,10 @@ func (f *Front) reportProgress(ctx context.Context, ss *mcp.ServerSession, token
 	// check of ctx and the write share a lock with the end of reporting,
 	// and a cancellation (which cancels ctx at once) is seen by every
 	// report that starts after it.
+	notify := ss.NotifyProgress
+	if sink, ok := ctx.Value(progressSinkKey{}).(progressSink); ok {
+		notify = sink // the call's own stream, where dsh answers it
+	}
 	var mu sync.Mutex
 	over := false
 	report := func() {
@@ -252,7 +275,7 @@ func (f *Front) reportProgress(ctx context.Context, ss *mcp.ServerSession, token
 			return
 		}
 		elapsed := time.Since(start).Round(time.Second)
-		err := ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+		err := notify(ctx, &mcp.ProgressNotificationParams{
 			ProgressToken: token,
 			Progress:      elapsed.Seconds(),
 			Message:       "running for " + elapsed.String(),
@@ -443,10 +466,13 @@ func (f *Front) Close(ctx context.Context) error {
 	for ss := range f.owners {
 		sessions = append(sessions, ss)
 	}
-	orphans := f.orphans
+	orphans, idles := f.orphans, f.idles
 	f.mu.Unlock()
 	for _, o := range orphans {
 		o.stop()
+	}
+	for _, i := range idles {
+		i.stop()
 	}
 
 	errs := make([]error, len(sessions))

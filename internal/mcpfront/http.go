@@ -59,7 +59,9 @@ type HTTPOptions struct {
 // web page cannot drive a local shell.
 func (f *Front) Handler(opts HTTPOptions) http.Handler {
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.server }, &mcp.StreamableHTTPOptions{
-		SessionTimeout: opts.IdleTimeout,
+		// No SessionTimeout: idle (below) times every session, since the
+		// SDK does not see the calls dsh answers itself.
+		//
 		// The Host check below covers every connection, loopback ones
 		// included, and knows the names a deployment allows; the SDK's
 		// would refuse those on a loopback connection (a tunnel's name).
@@ -71,8 +73,10 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 		grace = DefaultOrphanGrace
 	}
 	orphans := newOrphans(grace, f.closeSessionByID)
+	idle := newIdleSessions(opts.IdleTimeout, f.closeSessionByID)
 	f.mu.Lock()
 	f.orphans = append(f.orphans, orphans)
+	f.idles = append(f.idles, idle)
 	f.mu.Unlock()
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(sessionIDHeader)
@@ -111,8 +115,8 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 			defer release()
 			user := requestUser(r)
 			w = &recordingWriter{ResponseWriter: w, onHeader: func(hdr http.Header) {
-				if sid := hdr.Get(sessionIDHeader); sid != "" {
-					f.recordSession(sid, user)
+				if sid := hdr.Get(sessionIDHeader); sid != "" && f.recordSession(sid, user, func() { idle.forget(sid) }) {
+					idle.start(sid)
 				}
 				release()
 			}}
@@ -122,8 +126,20 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 			defer orphans.begin(id, true)()
 		case http.MethodPost:
 			defer orphans.begin(id, false)()
+			defer idle.begin(id)()
+			req := postRequest(r)
+			method := ""
+			switch {
+			case req != nil:
+				method = req.Method
+			default:
+				method = postMethod(r)
+			}
+			if id != "" && req != nil && f.fastHTTP(w, r, id, req) {
+				return
+			}
 			var endEarly, end func()
-			w, endEarly = earlyHeaders(w, r, f.progress)
+			w, endEarly = earlyHeaders(w, r, method, f.progress)
 			defer endEarly()
 			w, end = f.requests.begin(w, r)
 			defer end()
@@ -227,6 +243,24 @@ func postMessages(r *http.Request) (msgs []jsonrpc.Message, batch bool) {
 	return []jsonrpc.Message{msg}, false
 }
 
+// postRequest is the one JSON-RPC request or notification a POST (whose
+// body readBody has buffered) carries, decoded as the SDK decodes it; nil
+// for anything else (a batch, a response, a body that is not plain JSON).
+func postRequest(r *http.Request) *jsonrpc.Request {
+	body, ok := r.Body.(interface{ Bytes() []byte })
+	if !ok {
+		return nil
+	}
+	data := bytes.TrimSpace(body.Bytes())
+	if len(data) == 0 || data[0] != '{' {
+		return nil
+	}
+	if req, plain, _ := decodeLine(data); plain {
+		return req
+	}
+	return nil
+}
+
 // postMethod is the method of the one JSON-RPC request a POST carries:
 // "initialize", "tools/call"; empty for anything else (a batch, a response,
 // a body that is not JSON).
@@ -274,11 +308,12 @@ func (s *sessionSlots) reserve(max int, open func() int) (release func(), ok boo
 }
 
 // recordSession binds the session the SDK just made to the identity that
-// made it, until the session ends.
-func (f *Front) recordSession(id, user string) {
-	f.users.record(id, user)
+// made it, until the session ends; then ended runs. It reports false for
+// a session that has ended already.
+func (f *Front) recordSession(id, user string, ended func()) bool {
 	for ss := range f.server.Sessions() {
 		if ss.ID() == id {
+			f.users.record(id, user, ss)
 			// Under the lock, as ownerFor's watcher: once Close has begun
 			// waiting for the watchers, none is added.
 			f.mu.Lock()
@@ -287,12 +322,13 @@ func (f *Front) recordSession(id, user string) {
 				f.watchers.Go(func() {
 					ss.Wait()
 					f.users.forget(id)
+					ended()
 				})
 			}
-			return
+			return true
 		}
 	}
-	f.users.forget(id) // already gone
+	return false // already gone
 }
 
 // checkOrigin refuses an Origin other than the server's own on any method,

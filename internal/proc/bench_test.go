@@ -88,3 +88,10 @@ func groupSettled(b *testing.B, pgid int) bool {
 	}
 	return true
 }
+
+// BenchmarkNow is the mark every command takes at its start.
+func BenchmarkNow(b *testing.B) {
+	for b.Loop() {
+		Now()
+	}
+}

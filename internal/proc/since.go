@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,12 +29,16 @@ type Birth struct {
 // 100 on every Linux ABI).
 const clockTick = 10 * time.Millisecond
 
-var lastPIDFile = sync.OnceValue(func() *os.File {
+// lastPIDFile is ns_last_pid, open for good, and its descriptor. The
+// descriptor is taken once: os.File.Fd puts a file the runtime polls back
+// in blocking mode, an fcntl(2) at every call, which cost Now more than
+// its pread.
+var lastPIDFile = sync.OnceValues(func() (*os.File, int) {
 	f, err := os.Open("/proc/sys/kernel/ns_last_pid")
 	if err != nil {
-		return nil
+		return nil, -1
 	}
-	return f
+	return f, int(f.Fd())
 })
 
 // Now is the moment of the call. It costs a clock read and a pread of
@@ -42,11 +47,12 @@ func Now() Birth {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
 	b := Birth{Tick: uint64(ts.Nano() / int64(clockTick))}
-	if f := lastPIDFile(); f != nil {
+	if f, fd := lastPIDFile(); f != nil {
 		var buf [24]byte
-		if n, err := syscall.Pread(int(f.Fd()), buf[:], 0); err == nil {
+		if n, err := syscall.Pread(fd, buf[:], 0); err == nil {
 			b.LastPID, _ = strconv.Atoi(strings.TrimSpace(string(buf[:n])))
 		}
+		runtime.KeepAlive(f) // its finalizer would close fd
 	}
 	return b
 }

@@ -24,6 +24,7 @@ var comments = map[string]string{
 	"github.com/dshdev/dsh/internal/catalog.Plugin.Config":                                                "Config is the JSON Schema of the plugin's config, with defaults and\ndescriptions; nil for a plugin without config.",
 	"github.com/dshdev/dsh/internal/catalog.Plugin.Executable":                                            "Executable is set for a backend that runs as its own program: a\ndeployment names it by path (\"./bin/dsh-backend-ssh\").",
 	"github.com/dshdev/dsh/internal/mcpfast.Params":                                                       "Params is what the fast path reads of a tools/call's params, in one pass with the SDK's decoder and options.",
+	"github.com/dshdev/dsh/internal/mcpfast.Params.Versioned":                                             "Versioned: the _meta names a protocol version, whatever its value\n(over stateful HTTP the SDK refuses such a call).",
 	"github.com/dshdev/dsh/internal/mcpfront.RunningCall":                                                 "RunningCall is a call in progress.",
 	"github.com/dshdev/dsh/internal/mcpfront.SessionInfo":                                                 "SessionInfo describes a session with an owner, as an operator lists it.",
 	"github.com/dshdev/dsh/internal/mcpfront.SessionInfo.HostOwner":                                       "HostOwner is the session's owner, for the caller to look up what it\nholds (its shells).",

@@ -648,9 +648,49 @@ func (s *session) track(now time.Time) {
 	if s.target.Tracker == nil || now.Sub(s.lastTracked) < s.cfg.trackerInterval {
 		return
 	}
-	s.lastTracked = now
-	if snap, err := proc.Scan(); err == nil {
+	snap, at, err := walks.get(now, s.cfg.trackerInterval)
+	if err != nil {
+		s.lastTracked = now
+		return
+	}
+	s.lastTracked = at
+	if snap != s.snap {
 		s.target.Tracker.Refresh(snap)
 		s.snap = snap
 	}
+}
+
+// walks shares the walks of /proc among the sessions of this process.
+// Each session probing its group would otherwise walk /proc every
+// trackerInterval, and with many sessions busy at once that costs in
+// proportion to the sessions times every process of the machine (at 50
+// sessions over HTTP, more CPU than the rest of a call). A session takes
+// the last walk while it is younger than its interval, and counts its
+// interval from when that walk was made: what it sees is never older than
+// its own walk at that interval could have been.
+var walks sharedWalks
+
+type sharedWalks struct {
+	mu    sync.Mutex
+	at    time.Time // when snap's walk began
+	snap  *proc.Snapshot
+	count int // walks made, for tests
+}
+
+// get returns a walk of /proc begun less than maxAge before now, and when
+// it began, walking again if the last is older.
+func (w *sharedWalks) get(now time.Time, maxAge time.Duration) (*proc.Snapshot, time.Time, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.snap != nil && now.Sub(w.at) < maxAge {
+		return w.snap, w.at, nil
+	}
+	at := time.Now()
+	snap, err := proc.Scan()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	w.snap, w.at = snap, at
+	w.count++
+	return snap, at, nil
 }

@@ -117,6 +117,9 @@ func TestStdinWaitProof(t *testing.T) {
 		{"read builtin", "read x", termapi.SIGINT, true},
 		{"password prompt", "read -s -p 'Password: ' pw", termapi.SIGINT, true},
 		{"continuation prompt", `echo "unterminated`, termapi.SIGINT, true},
+		// A command substitution's child stays in the shell's group,
+		// and the shell reads its pipe meanwhile.
+		{"command substitution", "x=$(head -n1)", termapi.SIGINT, true},
 		{"cat", "cat", termapi.SIGINT, false},
 		{"python", "python3 -i", termapi.SIGTERM, false},
 		{"pager", "less " + long, termapi.SIGTERM, false},
