@@ -37,6 +37,9 @@ func clientPath(t *testing.T, env, client string) string {
 // other request (a client's side queries) gets a short text.
 type scriptedModel struct {
 	command string
+	// then are the commands it runs next, one per tool result, before it
+	// answers with the last result.
+	then    []string
 	mu      sync.Mutex
 	results []string // the tool results it was given
 }
@@ -80,17 +83,25 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	start := fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":%q,"content":[],"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}`, req.Model)
 	events := [][2]string{{"message_start", start}}
-	switch {
-	case result != "":
+	command, call := m.command, 1
+	if result != "" {
 		m.mu.Lock()
 		m.results = append(m.results, result)
+		if n := len(m.results); n <= len(m.then) {
+			// Each call has an id of its own: Claude Code answers a
+			// repeated one with the result it already has.
+			command, result, call = m.then[n-1], "", n+1
+		}
 		m.mu.Unlock()
+	}
+	switch {
+	case result != "":
 		events = append(events, textEvents("the tool said: "+result)...)
 	case offered:
-		input, _ := json.Marshal(map[string]string{"command": m.command})
+		input, _ := json.Marshal(map[string]string{"command": command})
 		partial, _ := json.Marshal(string(input))
 		events = append(events,
-			[2]string{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_dsh_1","name":"mcp__dsh__bash","input":{}}}`},
+			[2]string{"content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_dsh_%d","name":"mcp__dsh__bash","input":{}}}`, call)},
 			[2]string{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":` + string(partial) + `}}`},
 			[2]string{"content_block_stop", `{"type":"content_block_stop","index":0}`},
 			[2]string{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":5}}`})
@@ -170,10 +181,10 @@ func claudeEnv(claude, home, apiURL string) []string {
 
 // runClaude runs Claude Code headless in work, with the flags the README
 // gives, and returns what it printed.
-func runClaude(claude string, env []string, work string) (string, error) {
+func runClaude(claude string, env []string, work string, flags ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	run := exec.CommandContext(ctx, claude, "-p", "Run the command.", "--allowedTools", "mcp__dsh__bash", "--output-format", "text")
+	run := exec.CommandContext(ctx, claude, append([]string{"-p", "Run the command.", "--allowedTools", "mcp__dsh__bash", "--output-format", "text"}, flags...)...)
 	run.Env, run.Dir = env, work
 	out, err := run.CombinedOutput()
 	return string(out), err
@@ -474,6 +485,59 @@ func TestClaudeCodeOverStdio(t *testing.T) {
 	if want := "stdio-ok in " + work; err != nil || !strings.Contains(out, "the tool said: "+want) {
 		t.Fatalf("claude -p: %v\n%s\nthe model was given: %q", err, out, model.results)
 	}
+}
+
+// TestClaudeCodeProgressOverStdio: Claude Code's MCP client handles a
+// notification in a later microtask than a response read in the same
+// chunk, so a progress report that reaches it together with its call's
+// response names a token the response has already retired, and the client
+// logs "Received a progress notification for an unknown token" (the error
+// of issue 27, item 7b). Quick calls with progress tokens, one after
+// another, made that happen on most runs.
+func TestClaudeCodeProgressOverStdio(t *testing.T) {
+	t.Parallel()
+	claude := clientPath(t, "DSH_TEST_CLAUDE", "Claude Code")
+	// Two sessions of nine calls (a headless session stops at ten turns):
+	// one failed on two runs of three before the fix.
+	for session := range 2 {
+		model := &scriptedModel{command: "echo call-0"}
+		for i := 1; i < 9; i++ {
+			model.then = append(model.then, fmt.Sprintf("echo call-%d", i))
+		}
+		api := httptest.NewServer(model)
+		defer api.Close()
+
+		work := t.TempDir()
+		env := append(claudeEnv(claude, t.TempDir(), api.URL), "XDG_RUNTIME_DIR="+t.TempDir())
+		add := exec.Command(claude, "mcp", "add", "dsh", "--", dshBinary(t), "serve")
+		add.Env, add.Dir = env, work
+		if out, err := add.CombinedOutput(); err != nil {
+			t.Fatalf("claude mcp add: %v\n%s", err, out)
+		}
+		debug := filepath.Join(t.TempDir(), "debug.log")
+		out, err := runClaude(claude, env, work, "--debug-file", debug)
+		if err != nil || !strings.Contains(out, "the tool said: call-8") {
+			t.Fatalf("session %d: claude -p: %v\n%s\nthe model was given: %q", session, err, out, model.results)
+		}
+		log, err := os.ReadFile(debug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(log), "unknown token"); n > 0 {
+			t.Errorf("session %d: Claude Code logged %d progress notifications for unknown tokens:\n%s", session, n, grepLines(string(log), `MCP server "dsh"`))
+		}
+	}
+}
+
+// grepLines returns the lines of text that contain s.
+func grepLines(text, s string) string {
+	var kept []string
+	for line := range strings.SplitSeq(text, "\n") {
+		if strings.Contains(line, s) {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "\n")
 }
 
 // TestCodexOverStdio drives dsh serve over stdio with Codex CLI,

@@ -66,6 +66,21 @@
 // does the session end. Until the answer to initialize is written, calls
 // wait behind it, so no answer comes before it.
 //
+// # Progress
+//
+// A call whose request carries a progress token reports
+// notifications/progress every Options.ProgressInterval while it runs, and
+// over HTTP once at once too (that puts the response's headers on the
+// wire). No report is written once the call has been answered or
+// cancelled. Over stdio the response to a call that reported waits, at most
+// two seconds, until the client has read everything written before it
+// (FIONREAD on a pipe, SIOCOUTQ on a socket): Claude Code's client (the
+// MCP TypeScript SDK) handles a notification a microtask after the message
+// it was read with, so a report read in one chunk with its call's response
+// would come after the response and be logged as a connection error
+// ("a progress notification for an unknown token"). Its HTTP transport
+// hands each event over on its own, so HTTP needs no such wait.
+//
 // # The fast path
 //
 // Over stdio, the transport answers a plain tools/call itself

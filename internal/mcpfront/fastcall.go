@@ -168,7 +168,7 @@ func (c *lineConn) answerCall(fc *fastCalls, id jsonrpc.ID, key string, perReque
 		c.log.Warn("encoding a call's answer failed", "error", err)
 		return
 	}
-	if err := c.writeRaw(line); err != nil {
+	if err := c.writeAnswer(line); err != nil {
 		c.log.Debug("writing a call's answer failed", "error", err)
 	}
 }

@@ -201,7 +201,12 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 	defer done()
 	ctx, later := withAsker(ctx, req)
 	if token := req.Params.GetProgressToken(); token != nil {
-		defer f.reportProgress(ctx, req.Session, token)()
+		// Over HTTP the first report goes at once: it puts the response's
+		// headers on the wire. Over stdio it has no use, and a report that
+		// reaches the client in the same read as the response is taken
+		// for an unknown token (see lineConn.writeAnswer).
+		atOnce := req.Extra != nil && req.Extra.Header != nil
+		defer f.reportProgress(ctx, req.Session, token, atOnce)()
 	}
 	start := time.Now()
 	st := f.beginCall(req.Session, owner, req.Extra, name, req.Params.Arguments, start)
@@ -248,12 +253,12 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 	}, nil
 }
 
-// reportProgress sends notifications/progress for a running call: one at
-// once, which over HTTP also puts the response's headers on the wire, then
-// one every f.progress, with the time the call has run. Clients that give
-// up on a silent request (60 s in Claude Code and Gemini CLI) wait as long
-// as the command runs. The returned func stops it.
-func (f *Front) reportProgress(ctx context.Context, ss *mcp.ServerSession, token any) (stop func()) {
+// reportProgress sends notifications/progress for a running call: with
+// atOnce one at once, which over HTTP also puts the response's headers on
+// the wire, then one every f.progress, with the time the call has run.
+// Clients that give up on a silent request (60 s in Claude Code and Gemini
+// CLI) wait as long as the command runs. The returned func stops it.
+func (f *Front) reportProgress(ctx context.Context, ss *mcp.ServerSession, token any, atOnce bool) (stop func()) {
 	start := time.Now()
 	// A client forgets a call's progress token when it cancels the call
 	// or gets its answer, and then takes a late report for an error of the
@@ -287,7 +292,9 @@ func (f *Front) reportProgress(ctx context.Context, ss *mcp.ServerSession, token
 	quit, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
-		report()
+		if atOnce {
+			report()
+		}
 		tick := time.NewTicker(f.progress)
 		defer tick.Stop()
 		for {

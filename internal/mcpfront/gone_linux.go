@@ -43,3 +43,35 @@ func writerGone(w io.Writer) (gone <-chan struct{}, stop func()) {
 		unix.Close(wake[1])
 	}
 }
+
+// unreadOutput reports how many bytes written to w its reader has not read
+// yet, when w is a pipe (FIONREAD) or a unix socket (SIOCOUTQ, which counts
+// what the peer has not consumed); ok is false for any other writer.
+func unreadOutput(w io.Writer) (n int, ok bool) {
+	f, isFile := w.(*os.File)
+	if !isFile {
+		return 0, false
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	var ioErr error
+	err = rc.Control(func(fd uintptr) {
+		var st unix.Stat_t
+		if ioErr = unix.Fstat(int(fd), &st); ioErr != nil {
+			return
+		}
+		req := uint(unix.TIOCINQ) // FIONREAD
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFIFO:
+		case unix.S_IFSOCK:
+			req = unix.SIOCOUTQ
+		default:
+			ioErr = unix.ENOTSUP
+			return
+		}
+		n, ioErr = unix.IoctlGetInt(int(fd), req)
+	})
+	return n, err == nil && ioErr == nil
+}

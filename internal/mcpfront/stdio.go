@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -78,6 +79,9 @@ type lineConn struct {
 	log *slog.Logger
 
 	writeMu sync.Mutex
+	// progressUnread: a progress notification was written that the client
+	// may not have read yet (see writeAnswer). Guarded by writeMu.
+	progressUnread bool
 
 	// Requests from the client not answered yet, by id, and whether the
 	// client has cancelled them: the answer to a cancelled request is
@@ -129,7 +133,8 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	initAnswer := false
-	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+	resp, isResponse := msg.(*jsonrpc.Response)
+	if isResponse && resp.ID.IsValid() {
 		key := idKey(resp.ID)
 		c.pendingMu.Lock()
 		c.sdkAnsweredLocked(key, resp)
@@ -144,18 +149,74 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("mcpfront: encode: %w", err)
 	}
-	if !initAnswer {
-		return c.writeLine(data)
+	data = append(data, '\n')
+	switch req, _ := msg.(*jsonrpc.Request); {
+	case initAnswer:
+		// Calls may take the fast path from the moment this line is on its
+		// way, not only once it is written: a client that has read it must
+		// find them served there. The write lock keeps every later answer
+		// behind this line.
+		c.writeMu.Lock()
+		defer c.writeMu.Unlock()
+		c.initAnswered.Store(true)
+		return c.writeLocked(data)
+	case isResponse:
+		return c.writeAnswer(data)
+	case req != nil && req.Method == "notifications/progress":
+		c.writeMu.Lock()
+		defer c.writeMu.Unlock()
+		c.progressUnread = true
+		return c.writeLocked(data)
 	}
-	// Calls may take the fast path from the moment this line is on its
-	// way, not only once it is written: a client that has read it must
-	// find them served there. The write lock keeps every later answer
-	// behind this line.
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	c.initAnswered.Store(true)
-	return c.writeLocked(append(data, '\n'))
+	return c.writeRaw(data)
 }
+
+// writeAnswer writes a response line. When a progress notification went
+// out before it, the response waits (at most progressReadBound) until
+// the client has read everything written so far: Claude Code's client
+// (the MCP TypeScript SDK) handles a notification a microtask after the
+// message it came with, so a progress report read in the same chunk as
+// its call's response is handled once the response has retired its
+// token, and the client reports "a progress notification for an unknown
+// token" as a connection error. A client that read the report on its own
+// handles it first. Where the output is neither a pipe nor a socket,
+// nothing can be known and nothing waits.
+func (c *lineConn) writeAnswer(line []byte) error {
+	var deadline time.Time
+	pause := 50 * time.Microsecond
+	for {
+		c.writeMu.Lock()
+		if c.progressUnread {
+			if n, ok := unreadOutput(c.out); ok && n > 0 {
+				now := time.Now()
+				if deadline.IsZero() {
+					deadline = now.Add(progressReadBound)
+				}
+				select {
+				case <-c.closed:
+				default:
+					if now.Before(deadline) {
+						c.writeMu.Unlock()
+						// The kernel says when there is room to write, never
+						// when the reader has emptied the pipe: look again.
+						time.Sleep(pause)
+						pause = min(2*pause, 5*time.Millisecond)
+						continue
+					}
+				}
+			}
+			c.progressUnread = false
+		}
+		err := c.writeLocked(line)
+		c.writeMu.Unlock()
+		return err
+	}
+}
+
+// progressReadBound bounds how long a response waits for the client to
+// read a progress report (writeAnswer): a client that reads nothing for
+// that long gets the response anyway.
+const progressReadBound = 2 * time.Second
 
 // dropAnswer reports whether the answer to request id (whose idKey is
 // key) is to be dropped, because the client cancelled the request.
