@@ -206,7 +206,9 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 		// reaches the client in the same read as the response is taken
 		// for an unknown token (see lineConn.writeAnswer).
 		atOnce := req.Extra != nil && req.Extra.Header != nil
-		defer f.reportProgress(ctx, req.Session, token, atOnce)()
+		tail := new(outputTail)
+		ctx = host.WithOutput(ctx, tail.add)
+		defer f.reportProgress(ctx, req.Session, token, atOnce, tail)()
 	}
 	start := time.Now()
 	st := f.beginCall(req.Session, owner, req.Extra, name, req.Params.Arguments, start)
@@ -255,10 +257,11 @@ func (f *Front) call(ctx context.Context, name string, req *mcp.CallToolRequest)
 
 // reportProgress sends notifications/progress for a running call: with
 // atOnce one at once, which over HTTP also puts the response's headers on
-// the wire, then one every f.progress, with the time the call has run.
-// Clients that give up on a silent request (60 s in Claude Code and Gemini
-// CLI) wait as long as the command runs. The returned func stops it.
-func (f *Front) reportProgress(ctx context.Context, ss *mcp.ServerSession, token any, atOnce bool) (stop func()) {
+// the wire, then one every f.progress, with the time the call has run and
+// the last lines of output it has printed (tail). Clients that give up on
+// a silent request (60 s in Claude Code and Gemini CLI) wait as long as the
+// command runs. The returned func stops it.
+func (f *Front) reportProgress(ctx context.Context, ss *mcp.ServerSession, token any, atOnce bool, tail *outputTail) (stop func()) {
 	start := time.Now()
 	// A client forgets a call's progress token when it cancels the call
 	// or gets its answer, and then takes a late report for an error of the
@@ -280,10 +283,14 @@ func (f *Front) reportProgress(ctx context.Context, ss *mcp.ServerSession, token
 			return
 		}
 		elapsed := time.Since(start).Round(time.Second)
+		message := "running for " + elapsed.String()
+		if last := tail.String(); last != "" {
+			message += "; last output:\n" + last
+		}
 		err := notify(ctx, &mcp.ProgressNotificationParams{
 			ProgressToken: token,
 			Progress:      elapsed.Seconds(),
-			Message:       "running for " + elapsed.String(),
+			Message:       message,
 		})
 		if err != nil {
 			f.logger.Debug("progress notification failed", "error", err)
@@ -563,4 +570,74 @@ func (f *Front) allowedRoot(uri string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s is not within an --allow-root directory", real)
+}
+
+// outputTail keeps the last lines of a call's output, for its progress
+// reports: progressLines lines of at most progressLineRunes characters.
+type outputTail struct {
+	mu      sync.Mutex
+	lines   []string
+	partial string // the line being written
+}
+
+const (
+	progressLines     = 3
+	progressLineRunes = 200
+)
+
+// add takes output text as the tool hands it on (host.Output).
+func (t *outputTail) add(text string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	text = t.partial + text
+	complete := strings.LastIndexByte(text, '\n')
+	if complete < 0 {
+		t.partial = clipRunes(text, progressLineRunes)
+		return
+	}
+	t.partial = clipRunes(text[complete+1:], progressLineRunes)
+	text = text[:complete]
+	// Only the last lines of a large chunk matter.
+	start := len(text)
+	for range progressLines {
+		if start <= 0 {
+			break
+		}
+		start = strings.LastIndexByte(text[:start], '\n')
+	}
+	for line := range strings.SplitSeq(text[start+1:], "\n") {
+		t.lines = append(t.lines, clipRunes(line, progressLineRunes))
+	}
+	if n := len(t.lines); n > progressLines {
+		t.lines = append(t.lines[:0], t.lines[n-progressLines:]...)
+	}
+}
+
+// String is the last lines, the line being written included.
+func (t *outputTail) String() string {
+	if t == nil {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := t.lines
+	if t.partial != "" {
+		lines = append(lines[:len(lines):len(lines)], t.partial)
+	}
+	if len(lines) > progressLines {
+		lines = lines[len(lines)-progressLines:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// clipRunes cuts s to n characters, marking the cut with an ellipsis.
+func clipRunes(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
 }

@@ -199,3 +199,47 @@ func (c *socketClient) readLines(n int) []string {
 	c.buf = []byte(strings.Join(lines[n:], ""))
 	return lines[:n]
 }
+
+// TestProgressCarriesLastOutput: a progress report says what the call
+// printed last (the last three lines, the one being written included),
+// not only how long it has run.
+func TestProgressCarriesLastOutput(t *testing.T) {
+	r := newRig(t)
+	release := make(chan struct{})
+	register(t, r.h, "chatty", "Print, then wait until released.", func(ctx context.Context, _ *host.Owner, _ noArgs) (string, error) {
+		host.Output(ctx, "one\ntwo\n")
+		host.Output(ctx, "three\nfour\n")
+		host.Output(ctx, strings.Repeat("x", 300))
+		select {
+		case <-release:
+			return "released", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	})
+	r.f = New(r.h, Options{Workdir: r.workdir, ProgressInterval: 5 * time.Millisecond})
+	c := serveSocket(t, r, false)
+	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	c.readLines(1)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"p"},"name":"chatty"}}`)
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Message string `json:"message"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(c.readLines(1)[0]), &msg); err != nil || msg.Method != "notifications/progress" {
+		t.Fatalf("first line: %+v, %v", msg, err)
+	}
+	want := "; last output:\nthree\nfour\n" + strings.Repeat("x", 200) + "…"
+	if !strings.HasPrefix(msg.Params.Message, "running for ") || !strings.HasSuffix(msg.Params.Message, want) {
+		t.Fatalf("progress message %q, want it to end with %q", msg.Params.Message, want)
+	}
+	close(release)
+	for {
+		if line := c.readLines(1)[0]; strings.Contains(line, `"id":1`) {
+			break
+		}
+	}
+}

@@ -32,6 +32,7 @@ const (
 	unusableShell     = "[The shell was not at its prompt (a program had taken its terminal), so it was replaced. The command ran in a new shell.]"
 	continuedShell    = "[The shell had been stopped (SIGSTOP); it was continued.]"
 	droppedBackground = "[Older output of background jobs was dropped; what follows is the newest.]"
+	startedLine       = "[The command was started in the background as job %%%[1]d and keeps running. Its output appears in later results; `wait %%%[1]d` waits for it and gives its status, `kill %%%[1]d` stops it.]"
 	// savedLine ends a clipped result: some clients cut the middle of a
 	// long result, which is where the clipping notice names the file.
 	savedLine   = "[full output: %s]"
@@ -71,6 +72,17 @@ func (p *plugin) call(ctx context.Context, owner *host.Owner, args Args) (string
 	if strings.IndexByte(args.Command, 0) >= 0 {
 		return "", errNULCommand
 	}
+	timeoutMs := p.cfg.TimeoutMs
+	if args.TimeoutMs > 0 {
+		// A call may ask for less time, never for more.
+		timeoutMs = min(args.TimeoutMs, timeoutMs)
+	}
+	command := args.Command
+	if args.Background {
+		// A job of the same shell, as `COMMAND &` would be; the newline
+		// ends a comment or a here-document the command ends with.
+		command = "{ " + command + "\n} &"
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -106,7 +118,7 @@ func (p *plugin) call(ctx context.Context, owner *host.Owner, args Args) (string
 	}
 	parked, resumed := st.takeParked(ctx)
 
-	r := &run{p: p, st: st, parent: ctx, abandonParked: parked != nil && !resumed}
+	r := &run{p: p, st: st, parent: ctx, abandonParked: parked != nil && !resumed, timeoutMs: timeoutMs, background: args.Background}
 	// The owner's shell starts first, under a bound of its own: when many
 	// agents start at once, the machine queues shell starts, and that wait
 	// is not the command's (timeoutMs bounds the command).
@@ -129,14 +141,14 @@ func (p *plugin) call(ctx context.Context, owner *host.Owner, args Args) (string
 		return "", err
 	}
 
-	timeout := time.Duration(p.cfg.TimeoutMs) * time.Millisecond
+	timeout := time.Duration(timeoutMs) * time.Millisecond
 	dctx, cancelDeadline := context.WithTimeoutCause(ctx, timeout, errTimedOut)
 	defer cancelDeadline()
 	r.ctx = dctx
 	if resumed {
 		return r.resumeParked(parked)
 	}
-	return r.execute(args.Command)
+	return r.execute(command)
 }
 
 // shellStartBound bounds the wait for an owner's shell to start, queue
@@ -152,6 +164,11 @@ type run struct {
 	ctx    context.Context // the call's deadline context
 	parent context.Context // without the deadline: tells a timeout from a cancellation
 	prefix []string        // notices that go before the output
+	// timeoutMs is the call's timeout: the configured one, or less when
+	// the call asked for less.
+	timeoutMs int
+	// background: the command was started as a background job.
+	background bool
 
 	retried bool // a dead or unusable shell was replaced once already
 	// out is the command's output so far, bg what background jobs printed
@@ -501,6 +518,11 @@ func silentFor(since time.Time) string {
 // notices, and its exit status when that is not 0.
 func (r *run) respond() string {
 	host.Note(r.parent, "exitCode", max(r.exit, 0))
+	if r.background && r.exit == 0 {
+		if job, ok := r.out.takeJobAnnouncement(); ok {
+			return r.result(r.renderOutput(), fmt.Sprintf(startedLine, job))
+		}
+	}
 	out := r.renderOutput()
 	if r.exit > 0 {
 		return r.result(out, fmt.Sprintf(exitCodeLine, r.exit))

@@ -7,9 +7,12 @@
 //
 // Calls of one owner run one at a time, strictly in arrival order; owners
 // run in parallel. The owner's shell is created lazily in its workspace;
-// timeoutMs bounds the command; starting the shell comes first, under a
-// bound of its own, since a machine starting many shells queues them and
-// that wait is not the command's.
+// timeoutMs bounds the command (a call's own timeoutMs may only shorten
+// it); starting the shell comes first, under a bound of its own, since a
+// machine starting many shells queues them and that wait is not the
+// command's. A call with background set runs its command, in braces, as a
+// background job of the shell, and answers with the job's number, which
+// it takes out of bash's announcement of the job.
 //
 // The command goes to the backend's Exec (termapi.Executor), which runs it
 // as one command line of the shell and learns from the shell itself, out of

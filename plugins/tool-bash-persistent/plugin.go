@@ -39,6 +39,10 @@ func init() {
 type Args struct {
 	// The bash command to run. Relative path is preferred in the command.
 	Command string `json:"command"`
+	// Timeout in milliseconds, at most the default.
+	TimeoutMs int `json:"timeoutMs,omitempty" jsonschema:"minimum=1"`
+	// Run as a background job: answer at once; its output comes with later results.
+	Background bool `json:"background,omitempty"`
 }
 
 var (

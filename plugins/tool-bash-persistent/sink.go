@@ -3,6 +3,8 @@ package bashtool
 import (
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -137,6 +139,39 @@ func (s *sink) dropTrailingLine(line string) {
 	s.lines = strings.Count(rest, "\n")
 	s.tail = append(s.tail[:0], rest...)
 	s.pendNL = false
+}
+
+// jobAnnouncement is how an interactive bash announces a job it started
+// in the background: "[3] 12345".
+var jobAnnouncement = regexp.MustCompile(`^\[(\d+)\] \d+$`)
+
+// takeJobAnnouncement removes bash's announcement of a background job from
+// the start of a short output and returns the job's number.
+func (s *sink) takeJobAnnouncement() (int, bool) {
+	if s.overflow {
+		return 0, false
+	}
+	h := s.head.String()
+	first, rest, more := strings.Cut(h, "\n")
+	m := jobAnnouncement.FindStringSubmatch(first)
+	if m == nil {
+		return 0, false
+	}
+	job, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0, false
+	}
+	if !more {
+		rest = ""
+		s.pendNL = false
+	}
+	s.head.Reset()
+	s.head.WriteString(rest)
+	s.headRunes = utf8.RuneCountInString(rest)
+	s.runes = s.headRunes
+	s.lines = strings.Count(rest, "\n")
+	s.tail = append(s.tail[:0], rest...)
+	return job, true
 }
 
 // startFile opens the full-output file and writes what came before.

@@ -71,7 +71,7 @@ func (r *run) onTimeout() (string, error) {
 	r.timedOut = true
 	host.Note(r.parent, "ended", "timed out ("+string(r.p.cfg.TimeoutAction)+")")
 	r.p.stats.timeouts.Add(1)
-	header := fmt.Sprintf(timeoutHeader, seconds(r.p.cfg.TimeoutMs))
+	header := fmt.Sprintf(timeoutHeader, seconds(r.timeoutMs))
 	if r.out == nil || r.st.shellID == "" || r.p.cfg.TimeoutAction == TimeoutReset {
 		return r.timeoutReset(header, ""), nil
 	}

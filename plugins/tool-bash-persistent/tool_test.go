@@ -25,7 +25,8 @@ func TestSchemaAndDescription(t *testing.T) {
 	if len(tools) != 1 || tools[0].Name != "bash" || tools[0].Description != bashtool.DefaultDescription {
 		t.Fatalf("tools %+v", tools)
 	}
-	want := `{"properties":{"command":{"description":"The bash command to run. Relative path is preferred in the command.","type":"string"}},"required":["command"],"type":"object"}`
+	// The original's schema, and two optional controls (issue 27, item 9).
+	want := `{"properties":{"background":{"description":"Run as a background job: answer at once; its output comes with later results.","type":"boolean"},"command":{"description":"The bash command to run. Relative path is preferred in the command.","type":"string"},"timeoutMs":{"description":"Timeout in milliseconds, at most the default.","minimum":1,"type":"integer"}},"required":["command"],"type":"object"}`
 	var v any
 	if err := json.Unmarshal(tools[0].InputSchema, &v); err != nil {
 		t.Fatal(err)
