@@ -50,8 +50,10 @@ if, an unterminated quote or here-document, a line ending in a backslash)
 continues on the next line, after a "> " prompt, and is sent as one call.
 
 Ctrl-C while a command runs interrupts it (SIGINT to it, as in a terminal;
-the shell and its state stay); a second Ctrl-C cancels the call, which
-resets the shell, as a cancelled call does for the model. At the prompt,
+the shell and its state stay); a second Ctrl-C cancels the call, as a
+client cancels one for the model: the command is ended (SIGINT, then
+SIGTERM, then SIGKILL), the shell kept (unless the tool's cancelAction is
+reset), and the next result starts with a line saying so. At the prompt,
 Ctrl-C twice or Ctrl-D (end of input) exits.`,
 		Example: `  dsh repl
   dsh repl --workdir /tmp
@@ -268,7 +270,7 @@ func (r *repl) call(ctx context.Context, command string) {
 					cancel() // it could not be interrupted: cancel it
 				}
 			}
-			fmt.Fprintln(r.status, r.faint("\n[SIGINT sent to the command; Ctrl-C again cancels the call and resets the shell]"))
+			fmt.Fprintln(r.status, r.faint("\n[SIGINT sent to the command; Ctrl-C again cancels the call]"))
 		}
 	}
 	elapsed := time.Since(start)

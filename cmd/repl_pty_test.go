@@ -158,11 +158,27 @@ func TestReplOnATerminal(t *testing.T) {
 	r.typeKeys("export KEPT=k1; echo g$((5*5)); sleep 600\r")
 	r.waitFor("g25")
 	r.typeKeys("\x03")
-	r.waitFor("resets the shell]")
+	r.waitFor("cancels the call]")
 	r.waitFor("]") // the call's status line: it ended within the wait's deadline, not in 600 s
 	r.waitFor("dsh$ ")
 	r.typeKeys("echo p:$PWD:$KEPT\r")
 	r.waitFor("p:/tmp:k1")
+	r.waitFor("dsh$ ")
+
+	// A second Ctrl-C cancels the call: a command that ignores SIGINT is
+	// ended with SIGTERM, the shell is kept, and the next result says so.
+	r.typeKeys("export KEPT=k2; bash -c 'trap \"\" INT; echo h$((6*6)); sleep 600'\r")
+	r.waitFor("h36")
+	r.typeKeys("\x03")
+	r.waitFor("cancels the call]")
+	r.typeKeys("\x03")
+	r.waitFor(", error]")
+	r.waitFor("dsh$ ")
+	r.typeKeys("echo q:$PWD:$KEPT\r")
+	r.waitFor("[The previous command was cancelled after ")
+	r.waitFor(" seconds and interrupted with SIGTERM. The shell and its state are kept. Its output until then:]")
+	r.waitFor("h36")
+	r.waitFor("q:/tmp:k2")
 	r.waitFor("dsh$ ")
 
 	// Ctrl-L clears the screen, and the prompt is drawn again.

@@ -48,8 +48,8 @@
 // # Cancellation
 //
 // A call runs with the request's context, so a notifications/cancelled from
-// the client cancels it (the tool then resets that owner's shell, per its
-// contract). The call's context is also cancelled when:
+// the client cancels it (the bash tool then interrupts its command and keeps
+// the shell, and says so in the owner's next result). The call's context is also cancelled when:
 //
 //   - its owner starts closing (the session ended, or the front is closing);
 //   - over HTTP, the POST that carried the call goes away before it was

@@ -118,7 +118,17 @@ func (p *plugin) call(ctx context.Context, owner *host.Owner, args Args) (string
 	}
 	parked, resumed := st.takeParked(ctx)
 
-	r := &run{p: p, st: st, parent: ctx, abandonParked: parked != nil && !resumed, timeoutMs: timeoutMs, background: args.Background}
+	r := &run{p: p, st: st, parent: ctx, abandonParked: parked != nil && !resumed, timeoutMs: timeoutMs, background: args.Background, carried: st.takeNotes()}
+	defer func() {
+		// A result carries the reports of earlier cancelled calls; a call
+		// that ends without one keeps them for the next, after its own.
+		if !r.delivered {
+			st.notes = append(r.carried, st.notes...)
+		}
+		if r.cancelNote != "" {
+			st.notes = append(st.notes, r.cancelNote)
+		}
+	}()
 	// The owner's shell starts first, under a bound of its own: when many
 	// agents start at once, the machine queues shell starts, and that wait
 	// is not the command's (timeoutMs bounds the command).
@@ -145,10 +155,14 @@ func (p *plugin) call(ctx context.Context, owner *host.Owner, args Args) (string
 	dctx, cancelDeadline := context.WithTimeoutCause(ctx, timeout, errTimedOut)
 	defer cancelDeadline()
 	r.ctx = dctx
+	var text string
 	if resumed {
-		return r.resumeParked(parked)
+		text, err = r.resumeParked(parked)
+	} else {
+		text, err = r.execute(command)
 	}
-	return r.execute(command)
+	r.delivered = err == nil
+	return text, err
 }
 
 // shellStartBound bounds the wait for an owner's shell to start, queue
@@ -169,6 +183,15 @@ type run struct {
 	timeoutMs int
 	// background: the command was started as a background job.
 	background bool
+	// carried are the reports of the owner's earlier cancelled calls,
+	// which this call's result starts with; delivered is set once it has.
+	carried   []string
+	delivered bool
+	// cancelNote is the report of this call, when it was cancelled, for
+	// the owner's next result.
+	cancelNote string
+	// started is when the command was handed to the shell.
+	started time.Time
 
 	retried bool // a dead or unusable shell was replaced once already
 	// out is the command's output so far, bg what background jobs printed
@@ -232,6 +255,7 @@ func (r *run) execute(command string) (string, error) {
 		r.prefix = append(r.prefix, secretAbandoned)
 	}
 	r.lastOut = time.Now()
+	r.started = time.Now()
 
 	// Sends run under the call's context without its deadline: a send that
 	// outlives it is not cancelled (a SIGINT), because what happens to the
@@ -533,17 +557,24 @@ func (r *run) respond() string {
 // result joins the non-empty parts of a call's result and, when output was
 // clipped, ends it with the saved file's path.
 func (r *run) result(parts ...string) string {
+	parts = append(append(r.carried[:len(r.carried):len(r.carried)], parts...), r.savedLines()...)
+	return joinNonEmpty(parts...)
+}
+
+// savedLines name the files that hold the whole of a clipped output.
+func (r *run) savedLines() []string {
+	var lines []string
 	if r.out != nil {
 		if p := r.out.saved(); p != "" {
-			parts = append(parts, fmt.Sprintf(savedLine, p))
+			lines = append(lines, fmt.Sprintf(savedLine, p))
 		}
 	}
 	if r.bg != nil {
 		if p := r.bg.saved(); p != "" {
-			parts = append(parts, fmt.Sprintf(savedBgLine, p))
+			lines = append(lines, fmt.Sprintf(savedBgLine, p))
 		}
 	}
-	return joinNonEmpty(parts...)
+	return lines
 }
 
 // shellExited renders a call whose shell died, and resets the owner.
@@ -573,11 +604,11 @@ func (r *run) stopped() (string, error) {
 		return r.onTimeout()
 	}
 	cause := context.Cause(r.parent)
-	r.reset(reasonAborted)
 	if errors.Is(cause, errUnloaded) {
+		r.reset(reasonAborted)
 		return "", cause
 	}
-	return "", fmt.Errorf("bash call cancelled: %w", cause)
+	return r.onCancel(cause)
 }
 
 func (r *run) sendFailed(err error) (string, error) {

@@ -52,6 +52,13 @@ type Config struct {
 	// ignores SIGTSTP is interrupted instead). The shell is reset when it
 	// does not come back.
 	TimeoutAction string `json:"timeoutAction" jsonschema:"enum=reset,enum=interrupt,enum=background"`
+	// CancelAction is what a cancelled call (the client cancelled it: Esc
+	// in Claude Code, notifications/cancelled, a second Ctrl-C in the REPL)
+	// does with its command: "interrupt" signals it (SIGINT, then SIGTERM,
+	// then SIGKILL) and keeps the shell; "reset" closes the shell (the
+	// original's contract). Either way the owner's next result starts with
+	// a line saying so, and the output the command printed before.
+	CancelAction string `json:"cancelAction" jsonschema:"enum=interrupt,enum=reset"`
 	// MaxOutputChars bounds the output shown to the model, in characters
 	// (Unicode code points). Longer output keeps its beginning and its end;
 	// the whole output (up to MaxSavedBytes) is saved to a file named in the
@@ -95,6 +102,7 @@ func DefaultConfig() *Config {
 		TimeoutMs:      300000,
 		TimeoutAction:  TimeoutReset,
 		OnInput:        OnInputInterrupt,
+		CancelAction:   CancelInterrupt,
 		MaxOutputChars: 16000,
 		Description:    DefaultDescription,
 		Instructions:   DefaultInstructions,
@@ -128,6 +136,8 @@ func (c *Config) Validate() error {
 		return config.FieldErrorf("timeoutAction", "tool-bash-persistent: timeoutAction must be one of reset, interrupt, background; got %q", c.TimeoutAction)
 	case c.OnInput != OnInputInterrupt && c.OnInput != OnInputHandoff:
 		return config.FieldErrorf("onInput", "tool-bash-persistent: onInput must be one of interrupt, handoff; got %q", c.OnInput)
+	case c.CancelAction != CancelInterrupt && c.CancelAction != CancelReset:
+		return config.FieldErrorf("cancelAction", "tool-bash-persistent: cancelAction must be one of interrupt, reset; got %q", c.CancelAction)
 	case c.MaxOutputChars <= 0:
 		return config.FieldErrorf("maxOutputChars", "tool-bash-persistent: maxOutputChars must be a positive safe integer")
 	case c.MaxSavedBytes < minSavedBytes:

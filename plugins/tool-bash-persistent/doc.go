@@ -48,8 +48,15 @@
 //     when it does not stop. Only a shell that does not come back is reset.
 //     Sends run without the deadline, so it is the action that decides the
 //     command's fate, not a cancellation's SIGINT;
-//   - the caller cancels: the shell is reset and the call fails with the
-//     cancellation.
+//   - the caller cancels (or goes away): by cancelAction, the command is
+//     interrupted as a timeout's "interrupt" does it (the send's SIGINT,
+//     then SIGTERM and SIGKILL while the shell does not come back) and the
+//     shell kept, or the shell is reset; the call fails with the
+//     cancellation, which the client does not read, and the owner's next
+//     result starts with one line saying the previous command was
+//     cancelled, after how long, what ended it, then the output it printed
+//     (clipped like any output). Reports of several cancelled calls wait,
+//     in order, for a result to carry them.
 //
 // A shell that died before it took the command (or was not at its prompt,
 // because a program had taken its terminal) is replaced, and the command

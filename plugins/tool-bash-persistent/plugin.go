@@ -106,6 +106,9 @@ type ownerState struct {
 	outRoot *os.Root // outDir, held open: files are made in it, not by name
 	outSeq  int
 	saved   ownerSaved // the owner's part of plugin.saved, under its lock
+	// notes are what the owner's next result starts with: the reports of
+	// cancelled calls.
+	notes []string
 }
 
 // awaitClosed waits until the shell a timeout left closing is gone, so a
