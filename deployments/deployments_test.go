@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/moby/moby/client"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/dshdev/dsh/deployments"
 	"github.com/dshdev/dsh/host"
@@ -320,5 +321,45 @@ func TestInteractiveLoads(t *testing.T) {
 	res := h.Tools().Call(context.Background(), owner, "bash", json.RawMessage(`{"command":"read -p 'Name: ' n"}`))
 	if res.IsError || !strings.Contains(res.Text, "handed over as terminal pty-") {
 		t.Fatalf("bash result: %+v", res)
+	}
+}
+
+// TestShippedTimeoutAction: every shipped deployment gives the bash tool
+// the timeoutAction the README recommends (issue 27, item 7), written out
+// with the variable that changes it.
+func TestShippedTimeoutAction(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("We recommend `(\\w+)`").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the README recommends no timeoutAction")
+	}
+	recommended := string(m[1])
+	files, err := filepath.Glob("*.yaml")
+	if err != nil || len(files) < 4 {
+		t.Fatalf("shipped deployments: %v, %v", files, err)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entries []struct {
+			Name   string         `yaml:"name"`
+			Config map[string]any `yaml:"config"`
+		}
+		if err := yaml.Unmarshal(data, &entries); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, e := range entries {
+			if e.Name != "tool-bash-persistent" {
+				continue
+			}
+			if got, want := e.Config["timeoutAction"], "${DSH_BASH_TIMEOUT_ACTION:-"+recommended+"}"; got != want {
+				t.Errorf("%s: timeoutAction %v, want %s", file, got, want)
+			}
+		}
 	}
 }

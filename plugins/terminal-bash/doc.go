@@ -128,6 +128,13 @@
 // or hand the terminal to the job it is starting, so the interrupt reaches
 // the command. Cancel does not settle the send: the shell's report does.
 //
+// SIGTSTP to the job of a running command ends the command line at the job
+// (stopJob): bash moves only the job it runs, and told of the stop it
+// breaks a loop around the job and runs the rest of the list at once. So
+// the shell is held (SIGSTOP) while the job stops, then sent SIGINT and
+// continued: it takes the interrupt, lowest signal first, before it learns
+// of the stop, and abandons the line. The job stays, stopped, for bg.
+//
 // # Output
 //
 // What a send returns is rendered like a terminal shows it: "10%\r20%\r30%\n"

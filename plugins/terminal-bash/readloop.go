@@ -417,7 +417,7 @@ func (s *session) verdictLocked(sn *send, v verdict, gen uint64, now time.Time) 
 			s.log.Warn("turning the shell's line editor off failed", "err", err)
 		}
 		return
-	case v == sawStopped:
+	case v == sawStopped && !s.holdingShell:
 		s.log.Info("the shell was stopped; continuing it")
 		if err := unix.Kill(s.pid, unix.SIGCONT); err == nil {
 			s.continued = true

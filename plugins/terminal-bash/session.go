@@ -140,6 +140,9 @@ type session struct {
 	// continued: the shell was found stopped and continued; the next
 	// settle of a command's send says so.
 	continued bool
+	// holdingShell: stopJob holds the shell stopped on purpose; the read
+	// loop must not continue it.
+	holdingShell bool
 	// boundaries counts boundaryLocked calls, so that a proof taken without
 	// the lock can tell whether a boundary passed meanwhile.
 	boundaries uint64
@@ -327,7 +330,12 @@ func (s *session) Signal(ctx context.Context, sig termapi.Signal) (termapi.Signa
 	s.boundaryLocked(time.Now())
 	s.idle = false
 	s.armLocked()
+	running := s.cur != nil && !s.cur.ended
 	s.mu.Unlock()
+	if usig == unix.SIGTSTP && pgid != s.pid && running {
+		// A command's job: its line ends there (see stopJob).
+		return s.stopJob(pgid)
+	}
 	if err := s.signalGroup(pgid, usig); err != nil {
 		return termapi.SignalResult{}, s.Errorf("%w", err)
 	}

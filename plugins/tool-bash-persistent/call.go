@@ -118,7 +118,7 @@ func (p *plugin) call(ctx context.Context, owner *host.Owner, args Args) (string
 	}
 	parked, resumed := st.takeParked(ctx)
 
-	r := &run{p: p, st: st, parent: ctx, abandonParked: parked != nil && !resumed, timeoutMs: timeoutMs, background: args.Background, carried: st.takeNotes()}
+	r := &run{p: p, st: st, parent: ctx, abandonParked: parked != nil && !resumed, command: args.Command, timeoutMs: timeoutMs, background: args.Background, carried: st.takeNotes()}
 	defer func() {
 		// A result carries the reports of earlier cancelled calls; a call
 		// that ends without one keeps them for the next, after its own.
@@ -178,6 +178,8 @@ type run struct {
 	ctx    context.Context // the call's deadline context
 	parent context.Context // without the deadline: tells a timeout from a cancellation
 	prefix []string        // notices that go before the output
+	// command is the command as the call gave it.
+	command string
 	// timeoutMs is the call's timeout: the configured one, or less when
 	// the call asked for less.
 	timeoutMs int

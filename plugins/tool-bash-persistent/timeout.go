@@ -33,8 +33,14 @@ const (
 const (
 	interruptedLine  = "[The command was interrupted with %s when it timed out. The shell and its state are kept: current directory, variables, functions, background jobs.]"
 	backgroundedLine = "[The command was moved to the background as job %%%[1]d when it timed out, and keeps running. The shell and its state are kept. Its output appears in later results; `wait %%%[1]d` waits for it and gives its status, `kill %%%[1]d` stops it.]"
-	endedLine        = "[The command ended as it timed out. The shell and its state are kept.]"
-	leftRunningLine  = "[The command had left %d processes running (background jobs and what they started); they were ended too. Jobs from earlier commands are kept.]"
+	// A command of which bash could move only the program it ran: the
+	// shell does not move its own loops and lists. The second %s says
+	// what became of the rest.
+	partMovedLine   = "[The command timed out while running `%[2]s`, which was moved to the background as job %%%[1]d and keeps running; %[3]s The shell and its state are kept. Its output appears in later results; `wait %%%[1]d` waits for it and gives its status, `kill %%%[1]d` stops it.]"
+	restNotRun      = "the rest of the command was not run (bash can move only the program it runs, not a loop or list around it)."
+	restRan         = "the shell went on at once with the rest of the command (bash can move only the program it runs, not a loop or list around it)."
+	endedLine       = "[The command ended as it timed out. The shell and its state are kept.]"
+	leftRunningLine = "[The command had left %d processes running (background jobs and what they started); they were ended too. Jobs from earlier commands are kept.]"
 )
 
 // How long a timeout may take beyond timeoutMs when the shell is kept.
@@ -284,6 +290,10 @@ func (r *run) toBackground() (line string, gone *termapi.Status, err error) {
 	case o != backAtPrompt:
 		return "", nil, nil
 	}
+	// The line ran on past the stopped job when the shell completed it
+	// with a status other than the stop's (128+SIGTSTP); the bash backend
+	// ends the line at the job instead (ExecAbandoned).
+	restRanOn := res.Exec != nil && res.Exec.State == termapi.ExecCompleted && res.Exec.ExitCode != stoppedStatus
 	// The job's partial line belongs to the command's output; bg's own
 	// report must not join it.
 	pending := r.pending
@@ -306,6 +316,14 @@ func (r *run) toBackground() (line string, gone *termapi.Status, err error) {
 		return endedLine, nil, nil
 	}
 	job, _ := strconv.Atoi(text[m[2]:m[3]])
+	line = fmt.Sprintf(backgroundedLine, job)
+	if moved := strings.TrimSuffix(text[m[3]:m[1]], "\n"); !coversCommand(moved, r.command) {
+		rest := restNotRun
+		if restRanOn {
+			rest = restRan
+		}
+		line = fmt.Sprintf(partMovedLine, job, jobCommand(moved), rest)
+	}
 	r.releaseHeld(func(lines []string) []string { return dropStopReport(lines, job) })
 	r.out.write(pending)
 	if !r.out.atLineStart() {
@@ -316,7 +334,30 @@ func (r *run) toBackground() (line string, gone *termapi.Status, err error) {
 	r.out.trimTrailingNewlines()
 	r.exit = -1
 	r.notices = dropJobNotice(r.notices, job)
-	return fmt.Sprintf(backgroundedLine, job), nil, nil
+	return line, nil, nil
+}
+
+// stoppedStatus is the status bash gives a job stopped by SIGTSTP.
+const stoppedStatus = 128 + 20
+
+// jobCommand is the command of a job as bg reports it ("]+ make &" after
+// the job number): the text between the marks and the final &.
+func jobCommand(report string) string {
+	report = strings.TrimLeft(report, "]+- ")
+	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(report), "&"))
+}
+
+// coversCommand reports whether the job bg resumed (its report, as
+// jobCommand takes it) is all that was left of command: the command is
+// the job, or ends with it, so nothing came after it.
+func coversCommand(report, command string) bool {
+	job := strings.Join(strings.Fields(jobCommand(report)), " ")
+	cmd := strings.Join(strings.Fields(strings.TrimRight(strings.TrimSpace(command), ";&")), " ")
+	if job == "" || !strings.HasSuffix(cmd, job) {
+		return false
+	}
+	at := len(cmd) - len(job)
+	return at == 0 || strings.IndexByte(" ;&|({", cmd[at-1]) >= 0
 }
 
 // jobReport is bg's report of the job it resumed, "[1]+ sleep 100 &"; a

@@ -204,3 +204,42 @@ func TestShellStartDoesNotCountAgainstTheTimeout(t *testing.T) {
 		t.Fatalf("a command past timeoutMs:\n%s", diff(got, want))
 	}
 }
+
+// TestTimeoutBackgroundCompound: bash moves only the program a command
+// runs, not a loop or list of its own around it. The result names what was
+// moved and says that the rest of the command was not run, and nothing of
+// it runs: the loop does not go on, the list does not either. A command
+// that is the program alone, or ends with it, is moved whole.
+func TestTimeoutBackgroundCompound(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, "{timeoutMs: 1000, timeoutAction: background}", "")
+	o := hs.owner(t, "compound")
+	// The bash backend (in process or not) ends the line at the job; a
+	// backend that cannot (SSH, Docker: run the suite with
+	// DSH_TEST_BACKEND) lets bash go on, and the result must say so.
+	rest, after := "the rest of the command was not run", ""
+	if path := os.Getenv(externalBackend); path != "" && filepath.Base(path) != "dsh-backend-bash" {
+		rest = "the shell went on at once with the rest of the command"
+	}
+	moved := func(job int, what string) string {
+		return fmt.Sprintf("[The command timed out while running `%[2]s`, which was moved to the background as job %%%[1]d and keeps running; %[3]s (bash can move only the program it runs, not a loop or list around it). The shell and its state are kept. Its output appears in later results; `wait %%%[1]d` waits for it and gives its status, `kill %%%[1]d` stops it.]", job, what, rest)
+	}
+	whole := "[The command was moved to the background as job %1 when it timed out, and keeps running. The shell and its state are kept. Its output appears in later results; `wait %1` waits for it and gives its status, `kill %1` stops it.]"
+	for _, tt := range []struct{ command, output, rest, last string }{
+		{"for i in 1 2 3; do echo it-$i; sleep 100; done; echo after-loop", "it-1", "after-loop\n", moved(1, "sleep 100")},
+		{"echo first; sleep 100; echo after-list", "first", "after-list\n", moved(1, "sleep 100")},
+		{"cd /tmp && echo in-tmp && sleep 100", "in-tmp", "", whole},
+	} {
+		got := hs.run(t, o, tt.command)
+		if strings.HasPrefix(rest, "the shell went on") {
+			after = tt.rest
+		}
+		if want := timeoutHeader("1") + "\n" + tt.output + "\n" + after + tt.last; got != want {
+			t.Fatalf("%s:\n%s", tt.command, diff(got, want))
+		}
+		// Nothing of the rest runs later either.
+		if got := hs.run(t, o, "jobs; kill %1; wait %1 2>/dev/null; :"); !regexp.MustCompile(`^\[1\]\+ +Running +sleep 100 &`).MatchString(got) || strings.Contains(got, "after") || strings.Contains(got, "it-2") {
+			t.Fatalf("%s: afterwards: %q", tt.command, got)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+//go:build linux
+
+package terminalbash
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dshdev/dsh/internal/proc"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
+)
+
+// stopJob delivers SIGTSTP to pgid, the job a running command has in the
+// foreground, so that the command line ends there. Bash moves only the job
+// it runs: told that the job stopped, it breaks out of a loop around it
+// and goes on with the rest of the line at once (`make; make test` would
+// run `make test` beside the stopped `make`). So the shell is held still
+// (SIGSTOP) while the job stops, and once the job is stopped it is given a
+// SIGINT before it is continued: the kernel hands a process its pending
+// signals lowest first, so the shell takes the interrupt, which abandons
+// the rest of the line, before it learns of the stop. A job that does not
+// stop (it ignores SIGTSTP) leaves the shell as it was.
+//
+// The read loop does not continue the shell meanwhile (see holdingShell).
+func (s *session) stopJob(pgid int) (termapi.SignalResult, error) {
+	s.mu.Lock()
+	s.holdingShell = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.holdingShell = false
+		s.reprobeLocked()
+		s.mu.Unlock()
+	}()
+	if err := s.signalShell(unix.SIGSTOP); err != nil {
+		return termapi.SignalResult{}, s.Errorf("hold the shell: %w", err)
+	}
+	err := s.signalGroup(pgid, unix.SIGTSTP)
+	if err == nil && groupStopped(pgid, jobStopBound) {
+		if ierr := s.signalShell(unix.SIGINT); ierr != nil {
+			s.log.Warn("ending the command line of a stopped job failed", "err", ierr)
+		}
+	}
+	if cerr := s.signalShell(unix.SIGCONT); cerr != nil {
+		s.log.Warn("continuing the shell failed", "err", cerr)
+	}
+	if err != nil {
+		return termapi.SignalResult{}, s.Errorf("%w", err)
+	}
+	return termapi.SignalResult{TargetPGID: pgid}, nil
+}
+
+// jobStopBound bounds the wait for a job to stop on SIGTSTP: one that
+// takes longer catches the signal.
+const jobStopBound = 250 * time.Millisecond
+
+// signalShell signals the shell itself, by its identity when known.
+func (s *session) signalShell(sig unix.Signal) error {
+	if s.target.Shell != (proc.Identity{}) {
+		return s.target.Shell.Signal(sig)
+	}
+	return unix.Kill(s.pid, sig)
+}
+
+// groupStopped waits, within bound, until every live process of group pgid
+// is stopped, and reports whether that happened. Nothing announces a stop
+// to anyone but the job's parent (the shell), so the group is looked at
+// again and again, from 100 µs apart, backing off.
+func groupStopped(pgid int, bound time.Duration) bool {
+	end := time.Now().Add(bound)
+	pause := 100 * time.Microsecond
+	for {
+		if snap, err := proc.Scan(); err == nil {
+			live, stopped := 0, 0
+			for _, st := range snap.Group(pgid) {
+				if st.Dead() {
+					continue
+				}
+				live++
+				if st.State == 'T' {
+					stopped++
+				}
+			}
+			switch {
+			case live == 0:
+				return false
+			case stopped == live:
+				return true
+			}
+		}
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 5*time.Millisecond)
+	}
+}
