@@ -100,7 +100,7 @@ var devTTY = unix.Mkdev(5, 0)
 // prompt of sudo or su) is readable only with CAP_SYS_PTRACE, so without it
 // such a wait is a miss.
 func WaitingOnTerminal(pgid int, tty uint64) (bool, error) {
-	return waitingOnTerminal(waitSyscalls[runtime.GOARCH], pgid, tty, nil, true)
+	return waitingOnTerminal(waitSyscalls[runtime.GOARCH], pgid, terminals{tty: tty}, nil, true)
 }
 
 // WaitingOnTerminal is the package function of that name, except that the
@@ -110,7 +110,15 @@ func WaitingOnTerminal(pgid int, tty uint64) (bool, error) {
 // group since the snapshot is not counted; one that joined since is not
 // seen (a miss, never a false proof).
 func (s *Snapshot) WaitingOnTerminal(pgid int, tty uint64) bool {
-	ok, _ := waitingOnTerminal(waitSyscalls[runtime.GOARCH], pgid, tty, s, true)
+	return s.WaitingOnTerminals(pgid, tty, 0)
+}
+
+// WaitingOnTerminals is WaitingOnTerminal for a group that may read either
+// of two terminals: tty, its controlling one, or alt (a terminal its
+// standard descriptors were given besides; 0 for none). Waiting on both at
+// once counts as waiting for input too.
+func (s *Snapshot) WaitingOnTerminals(pgid int, tty, alt uint64) bool {
+	ok, _ := waitingOnTerminal(waitSyscalls[runtime.GOARCH], pgid, terminals{tty: tty, alt: alt}, s, true)
 	return ok
 }
 
@@ -119,11 +127,20 @@ func (s *Snapshot) WaitingOnTerminal(pgid int, tty uint64) bool {
 // already (a shell that owns the terminal), and asks whether anything else
 // in its group reads it.
 func (s *Snapshot) OthersWaitingOnTerminal(pgid int, tty uint64) bool {
-	ok, _ := waitingOnTerminal(waitSyscalls[runtime.GOARCH], pgid, tty, s, false)
+	return s.OthersWaitingOnTerminals(pgid, tty, 0)
+}
+
+// OthersWaitingOnTerminals is OthersWaitingOnTerminal with a second
+// terminal, as WaitingOnTerminals has.
+func (s *Snapshot) OthersWaitingOnTerminals(pgid int, tty, alt uint64) bool {
+	ok, _ := waitingOnTerminal(waitSyscalls[runtime.GOARCH], pgid, terminals{tty: tty, alt: alt}, s, false)
 	return ok
 }
 
-func waitingOnTerminal(table map[int]waitKind, pgid int, tty uint64, snap *Snapshot, leader bool) (bool, error) {
+// terminals are what a probe counts as the terminal: tty, and alt unless 0.
+type terminals struct{ tty, alt uint64 }
+
+func waitingOnTerminal(table map[int]waitKind, pgid int, tty terminals, snap *Snapshot, leader bool) (bool, error) {
 	if table == nil || pgid <= 0 {
 		return false, nil
 	}
@@ -162,7 +179,7 @@ func waitingOnTerminal(table map[int]waitKind, pgid int, tty uint64, snap *Snaps
 
 // probeMember reads pid's stat afresh (into buf) and, if pid is in group
 // pgid, probes it.
-func probeMember(table map[int]waitKind, pid, pgid int, tty uint64, buf []byte) bool {
+func probeMember(table map[int]waitKind, pid, pgid int, tty terminals, buf []byte) bool {
 	data, err := readProcFile(pidPath(pid, "stat"), buf)
 	if err != nil {
 		return false
@@ -172,7 +189,7 @@ func probeMember(table map[int]waitKind, pid, pgid int, tty uint64, buf []byte) 
 }
 
 // provesWait probes every thread of one process.
-func provesWait(table map[int]waitKind, st Stat, tty uint64) bool {
+func provesWait(table map[int]waitKind, st Stat, tty terminals) bool {
 	tids := []string{strconv.Itoa(st.PID)}
 	if st.Threads != 1 {
 		// Only then is listing the task directory worth its system calls.
@@ -181,7 +198,7 @@ func provesWait(table map[int]waitKind, st Stat, tty uint64) bool {
 			return false
 		}
 	}
-	p := prober{pid: st.PID, ctty: uint64(uint32(st.TTYNr)), tty: tty}
+	p := prober{pid: st.PID, ctty: uint64(uint32(st.TTYNr)), tty: tty.tty, alt: tty.alt}
 	for _, tid := range tids {
 		path := pidPath(st.PID, "task/"+tid+"/syscall")
 		var first, again [256]byte
@@ -278,6 +295,7 @@ type prober struct {
 	pid  int
 	ctty uint64 // the process's controlling terminal (stat tty_nr)
 	tty  uint64
+	alt  uint64 // a second terminal that counts (never /dev/tty's); 0 none
 }
 
 func (p prober) waitsOnTTY(kind waitKind, c sysCall) bool {
@@ -413,7 +431,7 @@ func (p prober) isTTY(fd int, ino uint64) bool {
 	if st.Mode&unix.S_IFMT != unix.S_IFCHR || (ino != 0 && st.Ino != ino) {
 		return false
 	}
-	return st.Rdev == p.tty || (st.Rdev == devTTY && p.ctty == p.tty)
+	return st.Rdev == p.tty || (st.Rdev == devTTY && p.ctty == p.tty) || (p.alt != 0 && st.Rdev == p.alt)
 }
 
 // readMem fills buf from the process's memory at addr.

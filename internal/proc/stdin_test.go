@@ -195,7 +195,7 @@ func TestWaitingOnTerminalRejects(t *testing.T) {
 }
 
 func TestWaitingOnTerminalMisses(t *testing.T) {
-	if ok, err := waitingOnTerminal(nil, 1, 0, nil, true); ok || err != nil {
+	if ok, err := waitingOnTerminal(nil, 1, terminals{}, nil, true); ok || err != nil {
 		t.Errorf("an architecture without a table: %v, %v; want false, nil", ok, err)
 	}
 	if ok, err := WaitingOnTerminal(1<<30, 0); ok || err != nil {

@@ -39,6 +39,8 @@ type Backend struct {
 	environ func() []string
 	env     EnvPolicy
 	sandbox SandboxConfig
+	// cmdTerms: commands get terminals of their own (Config.CommandTerminals).
+	cmdTerms bool
 	// checked holds the outcome of checking a mode that spawns asked for
 	// instead of the configured one.
 	checkMu sync.Mutex
@@ -104,6 +106,7 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 		environ:   os.Environ,
 		env:       cfg.Env,
 		sandbox:   cfg.Sandbox,
+		cmdTerms:  cfg.CommandTerminals,
 		checked:   make(map[termapi.SandboxMode]error),
 		abi:       abi,
 		limitHost: limitHost,
@@ -241,15 +244,24 @@ func (b *Backend) start(spec termapi.SpawnSpec) (*session, *send, error) {
 	if err := boundShellTasks(pid); err != nil {
 		return fail(errorf("%w", err))
 	}
-	return b.launch(spec, term, ctl, cmd, shell, cg, lv, pol)
+	return b.launch(spec, term, ctl, cmd, shell, cg, lv, pol, size)
 }
 
 // launch makes the session of a started shell, registers it and starts
 // its goroutines. The session waits for the shell to install the plumbing
 // and reach its prompt as an internal send, which launch returns.
-func (b *Backend) launch(spec termapi.SpawnSpec, term *ptyPair, ctl *control, cmd *exec.Cmd, shell proc.Identity, cg *proc.Cgroup, lv *proc.Leaves, pol sandbox.Policy) (*session, *send, error) {
+func (b *Backend) launch(spec termapi.SpawnSpec, term *ptyPair, ctl *control, cmd *exec.Cmd, shell proc.Identity, cg *proc.Cgroup, lv *proc.Leaves, pol sandbox.Policy, size termapi.Size) (*session, *send, error) {
 	s := newSession(spec.SessionID, b.cfg, b.log.With("session", spec.SessionID), term, ctl)
 	s.shellCmd, s.pid, s.owner, s.name = cmd, shell.PID, spec.OwnerID, spec.Name
+	s.size = size
+	if b.cmdTerms {
+		// Commands' terminals are made where the shell finds them: in its
+		// own devpts instance when it has one, reached through its root.
+		s.ptmx, s.ptsDir = "/dev/ptmx", "/dev/pts"
+		if pol.OwnTerminal() {
+			s.ptmx = "/proc/" + strconv.Itoa(shell.PID) + "/root/dev/pts/ptmx"
+		}
+	}
 	s.caps = termapi.Capabilities{
 		Exec:       true,
 		Raw:        true,

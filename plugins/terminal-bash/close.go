@@ -176,6 +176,7 @@ func (s *session) teardown(ctx context.Context) error {
 		// the master.
 		s.term.close()
 	}
+	s.closeCmdTerms()
 	target := s.target
 	target.Grace = s.cfg.grace
 	err := proc.Terminate(ctx, target)

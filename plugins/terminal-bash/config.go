@@ -54,6 +54,13 @@ type Config struct {
 	// milliseconds after the last write or output and back off to this cap
 	// while the terminal stays quiet.
 	StdinProbeMaxMs int `json:"stdinProbeMaxMs"`
+	// CommandTerminals gives each command a terminal of its own for its
+	// stdout and stderr (stdin, job control and the controlling terminal
+	// stay the session's): what a background job prints then goes to the
+	// terminal of the command that started it, and is never taken for a
+	// later command's output. False: commands share the session's
+	// terminal, where a chatty job's output mixes with theirs.
+	CommandTerminals bool `json:"commandTerminals"`
 	// Env says which of dsh's environment variables a shell gets (see
 	// EnvPolicy). The default passes everything but names that look like
 	// credentials, SSH_AUTH_SOCK, and passwords in URLs.
@@ -126,6 +133,7 @@ func DefaultConfig() *Config {
 		TimeoutMs:          30000,
 		DisposeGraceMs:     3000,
 		StdinProbeMaxMs:    250,
+		CommandTerminals:   true,
 		Env:                defaultEnvPolicy(),
 		Sandbox:            defaultSandbox(),
 	}

@@ -71,6 +71,26 @@
 // byte edit the line (lineMode). A shell that replaced itself (`exec bash`) installs the plumbing
 // again; if it has a line editor, one more line turns it off.
 //
+// # A command's own terminal
+//
+// With commandTerminals (the default) each command writes, stdout and
+// stderr, to a terminal of its own (cmdterm.go): the typed line redirects
+// the eval to it, as `>/dev/pts/N 2>&1`; stdin, the controlling terminal
+// and job control stay the session's. A job prints on the terminal of the
+// command that started it: the command's output while the command runs,
+// background output afterwards (the next Exec's ExecResult.Background, or
+// the running command's, on each of its results), so a chatty job never
+// passes for a later command's output. At a command's end this side lets
+// go of its terminal; one nothing else holds (the master then reports a
+// hang-up) is kept for the next command, one a job holds is read until
+// the job lets go, then closed. The terminal is made where the shell finds
+// it: in its own devpts instance, through its root, when sandboxed. The
+// stdin proof counts a read of the command's terminal (less reads its keys
+// from its stderr). A command with the word exec where a command can be
+// writes to the session's terminal: a shell that replaces the shell takes
+// its stderr for its terminal, and would go without job control. Past 64
+// terminals held by jobs, commands share the session's terminal again.
+//
 // # Readiness
 //
 // A send (Exec, or StartSend typing text) settles on the first of these,

@@ -162,15 +162,17 @@ func TestConfinedShellReachesNoOtherTerminal(t *testing.T) {
 			if n, err := unix.Read(mfd, make([]byte, 64)); n > 0 {
 				t.Errorf("the other terminal received %d bytes (%v)", n, err)
 			}
-			if out, code := outputOf(t, s, "ls /dev/pts | tr '\\n' ' '; tty"); code != 0 || out != "0 ptmx /dev/pts/0" {
+			// Its own: the session's terminal (0, stdin) and the one its
+			// commands write to (1, see cmdTerm).
+			if out, code := outputOf(t, s, "ls /dev/pts | tr '\\n' ' '; tty; readlink /proc/$$/fd/0 /proc/$$/fd/1 | tr '\\n' ' '"); code != 0 || out != "0 1 ptmx /dev/pts/0\n/dev/pts/0 /dev/pts/1" {
 				t.Errorf("terminals seen: exit %d, output %q; want only its own, named", code, out)
 			}
 			newTerminal := `python3 -c "import os, pty; m, s = pty.openpty(); os.write(s, b'x'); print(os.ttyname(s), os.read(m, 1).decode())"`
-			if out, code := outputOf(t, s, newTerminal); code != 0 || out != "/dev/pts/1 x" {
+			if out, code := outputOf(t, s, newTerminal); code != 0 || out != "/dev/pts/2 x" {
 				t.Errorf("a new terminal: exit %d, output %q", code, out)
 			}
 			if _, err := exec.LookPath("script"); err == nil {
-				if out, code := outputOf(t, s, "script -qc tty /dev/null </dev/null | tr -d '\\r'"); code != 0 || out != "/dev/pts/1" {
+				if out, code := outputOf(t, s, "script -qc tty /dev/null </dev/null | tr -d '\\r'"); code != 0 || out != "/dev/pts/2" {
 					t.Errorf("script: exit %d, output %q; want a new terminal of the sandbox's", code, out)
 				}
 			}

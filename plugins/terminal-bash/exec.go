@@ -22,6 +22,8 @@ type command struct {
 	// inline: the command was typed on its line, not written into the
 	// input channel (see appendCommandLine).
 	inline bool
+	// term is the terminal the command writes to; nil: the session's.
+	term *cmdTerm
 }
 
 // Exec runs a command through the shell protocol. See termapi.Executor.
@@ -58,7 +60,14 @@ func (s *session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Se
 	sn := newSend(s, req.Stream, s.Deadline(now, req.Timeout), c)
 	sn.exec = true
 
-	s.lineBuf, c.inline = appendCommandLine(s.lineBuf[:0], req.Command, c.nonce, s.flags)
+	if !mentionsExec(req.Command) {
+		c.term = s.termForCommandLocked()
+	}
+	redirect := ""
+	if c.term != nil {
+		redirect = c.term.path
+	}
+	s.lineBuf, c.inline = appendCommandLine(s.lineBuf[:0], req.Command, c.nonce, s.flags, redirect)
 	var input []byte
 	n := 0
 	if !c.inline {
@@ -71,8 +80,13 @@ func (s *session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Se
 		}
 	}
 	s.cur, s.Holder, s.Live, s.idle = c, sn, sn, false
+	s.curTerm = c.term
 	if err := s.writeLocked(sn, s.lineBuf, now); err != nil {
 		s.cur, s.Holder, s.Live = nil, nil, nil
+		s.curTerm = nil
+		if c.term != nil && s.spare == nil {
+			s.spare = c.term
+		}
 		if rerr := s.ctl.resetInput(); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
@@ -119,12 +133,21 @@ func (s *session) execResultLocked(sn *send) *termapi.ExecResult {
 	if !sn.exec {
 		res.Background, res.BackgroundTruncated = "", false
 	}
+	// What earlier commands' jobs printed on their terminals meanwhile.
+	if s.jobOut.Len() > 0 || s.jobOut.Dropped() {
+		res.Background += s.jobOut.Take()
+		res.BackgroundTruncated = res.BackgroundTruncated || s.jobOut.TakeDropped()
+	}
 	res.Continued, s.continued = s.continued, false
 	if c.ended && s.cur == c {
 		s.cur = nil
 		// The caller has the line being written in the viewport; the next
 		// command's output starts on a line of its own.
 		s.breakLineLocked()
+		if ct := c.term; ct != nil && s.curTerm == ct {
+			s.curTerm = nil
+			s.releaseCmdTermLocked(ct)
+		}
 	}
 	return &res
 }

@@ -197,7 +197,10 @@ const maxInlineCommand = 2048
 // xtrace, verbose and nounset off for itself, and the line turns them on
 // again for this command (xtrace from the command's first word, so the
 // trace shows the command and nothing of the line).
-func appendCommandLine(dst []byte, command, nonce, flags string) (line []byte, inline bool) {
+//
+// redirect, when not empty, names the terminal the command line's stdout
+// and stderr go to (a command's own terminal, see cmdTerm).
+func appendCommandLine(dst []byte, command, nonce, flags, redirect string) (line []byte, inline bool) {
 	inline = inlineable(command)
 	if !inline {
 		dst = append(dst, '\\')
@@ -240,6 +243,11 @@ func appendCommandLine(dst []byte, command, nonce, flags string) (line []byte, i
 			dst = append(dst, "builtin set -x;"...)
 		}
 		dst = append(dst, `$__dsh_c"`...)
+	}
+	if redirect != "" {
+		dst = append(dst, " >"...)
+		dst = append(dst, redirect...)
+		dst = append(dst, " 2>&1"...)
 	}
 	dst = append(dst, `;{ \`+fnEnd+" "...)
 	dst = append(dst, nonce...)
@@ -304,8 +312,11 @@ func plumbing(hook, in, out string) string {
 // restore, a PROMPT_COMMAND the model set, a redirected stdout, a prompt
 // reached without the line's end) is in functions of its own, behind one
 // test of everything. __dsh_b reads a command from the input channel;
-// __dsh_bc is __dsh_b in the C locale.
-const plumbingTemplate = `builtin export -n PS0 PS1 PS2
+// __dsh_bc is __dsh_b in the C locale. The first line puts stdout and
+// stderr on the session's terminal: a shell that replaced the shell from a
+// command (`exec bash`) starts with the command's own (see cmdTerm).
+const plumbingTemplate = `[[ -t 1 && -t 2 ]] && builtin exec >/dev/tty 2>&1
+builtin export -n PS0 PS1 PS2
 PS0= PS1= PS2=
 builtin set +o history +H +o emacs +o vi
 __dsh_s=0 __dsh_o=$- __dsh_z=1 __dsh_r=1 __dsh_j=${!-} __dsh_c= __dsh_t= __dsh_x= __dsh_k= __dsh_h=()

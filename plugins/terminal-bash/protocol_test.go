@@ -95,7 +95,7 @@ func TestCommandLine(t *testing.T) {
 		{"echo 中", "himuvxBH", `\__dsh_bc 8;\builtin set -uv;\builtin eval -- "builtin set -x;$__dsh_c"` + end, false},
 		{long, "himBH", `\__dsh_b 2049;\builtin eval -- "$__dsh_c"` + end, false},
 	} {
-		line, inline := appendCommandLine(nil, tt.command, "N", tt.flags)
+		line, inline := appendCommandLine(nil, tt.command, "N", tt.flags, "")
 		got := string(line)
 		if got != tt.want || inline != tt.inline {
 			t.Errorf("%q %s:\n got %q inline %v\nwant %q inline %v", tt.command, tt.flags, got, inline, tt.want, tt.inline)

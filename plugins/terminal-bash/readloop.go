@@ -163,11 +163,15 @@ func (s *session) deliverLocked(lines []byte) {
 // maxReadBytes, so the program writing is held back by the terminal instead
 // of output being dropped. The send's deadline still applies.
 func (s *session) holdBack() {
+	woken := false
 	for {
 		s.mu.Lock()
 		sn := s.Live
 		if sn == nil || !sn.Stream() || sn.Out.Len() <= s.cfg.maxRead {
 			s.mu.Unlock()
+			if woken {
+				passResume(s.resume)
+			}
 			return
 		}
 		left := time.Until(sn.deadline)
@@ -184,6 +188,7 @@ func (s *session) holdBack() {
 		}
 		select {
 		case <-s.resume:
+			woken = true
 		case <-sn.Done():
 		case <-s.pause.C:
 		}
@@ -453,6 +458,9 @@ func (s *session) atPromptLocked(sn *send) {
 // would go on waiting for its end; a prompt usually ends it).
 func (s *session) endOutputLocked() {
 	s.deliverLocked(s.Scr.Flush())
+	if ct := s.curTerm; ct != nil {
+		s.deliverCmdLocked(ct, ct.render.Flush())
+	}
 }
 
 // drainProofReads bounds the reads made to collect output before a send
@@ -474,6 +482,7 @@ func (s *session) drainLocked(maxReads int) bool {
 	if s.masterClosed {
 		return true
 	}
+	s.drainCmdLocked(maxReads)
 	buf := getReadBuf()
 	defer putReadBuf(buf)
 	for range maxReads {
@@ -510,7 +519,7 @@ func (s *session) groupWaiting(pgid int, snap *proc.Snapshot) bool {
 	if snap == nil {
 		snap = &proc.Snapshot{}
 	}
-	if !snap.WaitingOnTerminal(pgid, s.term.slaveRdev) {
+	if !snap.WaitingOnTerminals(pgid, s.term.slaveRdev, s.cmdRdevUnlocked()) {
 		return false
 	}
 	pending, err := s.term.pendingInput()
@@ -520,7 +529,7 @@ func (s *session) groupWaiting(pgid int, snap *proc.Snapshot) bool {
 // othersWaiting is groupWaiting for the members of the shell's own group
 // other than the shell.
 func (s *session) othersWaiting(pgid int) bool {
-	if s.snap == nil || s.term.landInput() != nil || !s.snap.OthersWaitingOnTerminal(pgid, s.term.slaveRdev) {
+	if s.snap == nil || s.term.landInput() != nil || !s.snap.OthersWaitingOnTerminals(pgid, s.term.slaveRdev, s.cmdRdevUnlocked()) {
 		return false
 	}
 	pending, err := s.term.pendingInput()
@@ -545,7 +554,7 @@ func (s *session) settleLocked(sn *send, reason termapi.WaitReason) {
 	if sn.Settled() {
 		return
 	}
-	vp, truncated := sn.Viewport(s.Scr.Render.Partial(), s.cfg.maxRead)
+	vp, truncated := sn.Viewport(s.partialLocked(), s.cfg.maxRead)
 	res := termapi.SendResult{Reason: reason, Viewport: vp, Status: s.status, Truncated: truncated, Prompt: sn.atPrompt, Input: sn.input, RawEnd: s.Scr.Raw.Pos()}
 	res.Exec = s.execResultLocked(sn)
 	if s.leaves != nil {
@@ -557,6 +566,17 @@ func (s *session) settleLocked(sn *send, reason termapi.WaitReason) {
 	}
 	s.releaseLocked(sn)
 	s.armLocked()
+}
+
+// partialLocked is the line the terminal is writing: the running command's,
+// on its own terminal or the session's.
+func (s *session) partialLocked() string {
+	if ct := s.curTerm; ct != nil {
+		if p := ct.render.Partial(); p != "" {
+			return p
+		}
+	}
+	return s.Scr.Render.Partial()
 }
 
 // releaseLocked frees the slot once sn has settled and nothing it started

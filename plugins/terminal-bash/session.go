@@ -14,6 +14,7 @@ import (
 
 	"github.com/dshdev/dsh/internal/proc"
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
+	"github.com/dshdev/dsh/plugins/terminal/screen"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
@@ -143,6 +144,20 @@ type session struct {
 	// holdingShell: stopJob holds the shell stopped on purpose; the read
 	// loop must not continue it.
 	holdingShell bool
+	// Commands' own terminals (see cmdTerm). ptmx is the multiplexer that
+	// makes them, ptsDir their directory as the shell sees it; ptmx is
+	// empty when commands write to the session's terminal. cmdTerms are
+	// the open ones, curTerm the running command's, spare the one the next
+	// command takes, jobTerms how many belong to jobs alone. jobOut holds
+	// what jobs printed on theirs while a command ran, for its result.
+	ptmx, ptsDir string
+	cmdTerms     []*cmdTerm
+	curTerm      *cmdTerm
+	spare        *cmdTerm
+	jobTerms     int
+	jobOut       screen.Pending
+	// size is the terminal's size.
+	size termapi.Size
 	// boundaries counts boundaryLocked calls, so that a proof taken without
 	// the lock can tell whether a boundary passed meanwhile.
 	boundaries uint64
@@ -192,6 +207,8 @@ func newSession(id string, cfg settings, log *slog.Logger, term *ptyPair, ctl *c
 		waitDone: make(chan struct{}),
 		ctlDone:  make(chan struct{}),
 		status:   termapi.Running,
+		jobOut:   screen.NewPending(cfg.maxRead, false),
+		size:     termapi.Size{Rows: cfg.rows, Cols: cfg.cols},
 	}
 	s.Init(&s.mu, &s.status, backendkit.CoreConfig{
 		Who:         "terminal-bash: session " + id,
@@ -226,7 +243,16 @@ func (s *session) Info() termapi.Info {
 // Resize sets the terminal's size; the kernel tells the foreground group
 // (SIGWINCH).
 func (s *session) Resize(_ context.Context, size termapi.Size) error {
-	return s.ResizeWith(size, s.usableLocked, s.term.setSize)
+	return s.ResizeWith(size, s.usableLocked, func(size termapi.Size) error {
+		if err := s.term.setSize(size); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.size = size
+		s.resizeCmdTermsLocked(size)
+		s.mu.Unlock()
+		return nil
+	})
 }
 
 // StartSend types the text and starts judging readiness. See
