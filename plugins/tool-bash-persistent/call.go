@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -481,7 +482,8 @@ func (r *run) drain(send termapi.Send) (termapi.SendResult, error) {
 		if x.Background != "" {
 			r.bg.write(x.Background)
 		}
-		if x.BackgroundTruncated {
+		if x.BackgroundTruncated && !slices.Contains(r.prefix, droppedBackground) {
+			// Said once, however many of the call's results say it.
 			r.prefix = append(r.prefix, droppedBackground)
 		}
 		if x.Continued {

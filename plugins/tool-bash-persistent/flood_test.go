@@ -34,6 +34,9 @@ func TestOwnOutputUnderBackgroundFlood(t *testing.T) {
 		if !strings.HasSuffix(got, "\n"+want) || strings.Contains(got[strings.LastIndex(got, own):], "flood-line") {
 			t.Fatalf("call %d: the command's own output is not whole at the end of its result:\n…%s", i, got[max(0, len(got)-3000):])
 		}
+		if strings.Count(got, "[Older output of background jobs was dropped") > 1 {
+			t.Fatalf("call %d: the dropped notice comes more than once", i)
+		}
 		got = strings.TrimPrefix(got, "[Older output of background jobs was dropped; what follows is the newest.]\n")
 		if !strings.HasPrefix(got, "[output from background jobs since the previous call]\n") {
 			t.Fatalf("call %d: the job's output does not come first, under its header:\n%s", i, clip(got, 2000))
