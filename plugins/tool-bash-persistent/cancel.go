@@ -3,6 +3,7 @@ package bashtool
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -80,13 +81,37 @@ func (r *run) onCancel(cause error) (string, error) {
 	defer r.releaseHeld(nil)
 
 	o, sig, res, serr := r.interruptCancelled()
+	ended := 0
+	if serr == nil && o == backAtPrompt {
+		// What the command started beside its foreground job ends too, as
+		// at a timeout under interrupt; a shell where that fails is reset.
+		n, eerr := r.endCommand()
+		if eerr != nil {
+			r.p.logger.Warn("ending what a cancelled command started failed; resetting its shell", "owner", r.owner().ID(), "err", eerr)
+			o = notBack
+		}
+		ended = n
+	}
 	switch {
 	case serr == nil && o == backAtPrompt:
-		r.releaseHeld(func(lines []string) []string { return dropReport(lines, signalReports[sig]) })
+		r.releaseHeld(func(lines []string) []string {
+			lines = dropReport(lines, signalReports[sig])
+			if ended > 0 {
+				lines = slices.DeleteFunc(lines, killedNotice.MatchString)
+			}
+			return lines
+		})
 		r.exit = -1
+		if ended > 0 {
+			r.notices = dropKilled(r.notices)
+		}
 		r.flushPending()
 		r.out.trimTrailingNewlines()
-		r.note(cancelledKept, ran, string(sig), r.renderOutput())
+		body := r.renderOutput()
+		if ended > 0 {
+			body = joinNonEmpty(body, fmt.Sprintf(leftRunningLine, ended))
+		}
+		r.note(cancelledKept, ran, string(sig), body)
 		return "", err
 	case serr == nil && o == shellGone:
 		r.releaseHeld(nil)

@@ -130,3 +130,33 @@ func TestCancelReset(t *testing.T) {
 		t.Fatalf("the next result:\n%s", got)
 	}
 }
+
+// TestCancelEndsWhatTheCommandStarted: a cancelled command is ended as
+// timeoutAction interrupt ends one: its background jobs go with it, and
+// the next result says so; a job of an earlier call keeps running.
+func TestCancelEndsWhatTheCommandStarted(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, "", "")
+	o := hs.owner(t, "cancelstarted")
+	out := hs.run(t, o, "sleep 1000 & echo pid=$!")
+	_, after, _ := strings.Cut(out, "pid=")
+	early, err := strconv.Atoi(strings.TrimSpace(after))
+	if err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	gate := fifo(t)
+	if res, _ := hs.cancelDuring(t, o, fmt.Sprintf("sleep 1001 & sleep 1002 & echo started; echo go > %q; sleep 100", gate), gate); !res.IsError {
+		t.Fatalf("the cancelled call: %+v", res)
+	}
+	got := hs.run(t, o, "echo next")
+	left := "\nstarted\n[The command had left 2 processes running (background jobs and what they started); they were ended too. Jobs from earlier commands are kept.]\n"
+	if !cancelLine(" and interrupted with SIGINT."+keptTail).MatchString(got) || !strings.Contains(got, left) || !strings.Contains(got, "\nnext") {
+		t.Fatalf("the next result:\n%s", got)
+	}
+	if got := hs.run(t, o, "jobs -r"); !strings.Contains(got, "sleep 1000") || strings.Contains(got, "sleep 1001") || strings.Contains(got, "sleep 1002") {
+		t.Errorf("jobs running after the cancel: %q", got)
+	}
+	if !alive(early) {
+		t.Error("the earlier call's job was ended")
+	}
+}

@@ -50,8 +50,9 @@
 //     command's fate, not a cancellation's SIGINT;
 //   - the caller cancels (or goes away): by cancelAction, the command is
 //     interrupted as a timeout's "interrupt" does it (the send's SIGINT,
-//     then SIGTERM and SIGKILL while the shell does not come back) and the
-//     shell kept, or the shell is reset; the call fails with the
+//     then SIGTERM and SIGKILL while the shell does not come back, and what
+//     else the command started is ended where the backend can tell) and
+//     the shell kept, or the shell is reset; the call fails with the
 //     cancellation, which the client does not read, and the owner's next
 //     result starts with one line saying the previous command was
 //     cancelled, after how long, what ended it, then the output it printed
