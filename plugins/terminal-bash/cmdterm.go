@@ -346,6 +346,10 @@ func (s *session) drainCmdLocked(maxReads int) {
 	}
 }
 
+// cmdDrainReads bounds the reads of the running command's terminal made
+// before the session terminal's output is taken (consumeLocked).
+const cmdDrainReads = 4
+
 // drainTermLocked reads what ct holds, at most maxReads chunks.
 func (s *session) drainTermLocked(ct *cmdTerm, buf []byte, maxReads int) {
 	for range maxReads {

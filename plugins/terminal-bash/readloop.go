@@ -138,6 +138,14 @@ func (s *session) readRecords() {
 // scrollback, and to the live send or, between sends, to the unclaimed
 // buffer the next send starts with.
 func (s *session) consumeLocked(p []byte) {
+	if ct := s.curTerm; ct != nil && !ct.closed {
+		// What the running command wrote on its own terminal before the
+		// shell wrote this (bash's line after a job it interrupted, its
+		// job reports) comes first.
+		buf := getReadBuf()
+		s.drainTermLocked(ct, *buf, cmdDrainReads)
+		putReadBuf(buf)
+	}
 	s.deliverLocked(s.Scr.Write(p))
 	now := time.Now()
 	s.lastOutput = now
