@@ -263,8 +263,8 @@ func (s *session) readCmdTerm(ct *cmdTerm) {
 }
 
 // cmdRdevUnlocked is the device number of the running command's terminal,
-// or 0: a program that reads its keys from its stderr (less) or makes it
-// its terminal waits on it, and that proves a wait as a read of the
+// or 0: a program that opens it anew to read it (`head </dev/fd/1`) or
+// makes it its terminal waits on it, and that proves a wait as a read of the
 // session's terminal does. It takes the lock (the probe runs without it).
 func (s *session) cmdRdevUnlocked() uint64 {
 	s.mu.Lock()

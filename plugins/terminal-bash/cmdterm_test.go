@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -93,5 +94,53 @@ func TestCommandTerminalSize(t *testing.T) {
 	}
 	if out, _ := mustExec(t, s, size); out != "30 100\n" {
 		t.Fatalf("size after the resize %q", out)
+	}
+}
+
+// TestStdinWaitProofOnCommandTerminal: a command's program that waits for
+// input is proven to wait when it runs on a terminal of its own, whether
+// it reads the session's terminal (stdin, /dev/tty) or its own (opened
+// anew through its stdout's name); the silence bound (600 s) plays no
+// part. A signal then brings the shell back.
+func TestStdinWaitProofOnCommandTerminal(t *testing.T) {
+	dir := t.TempDir()
+	long := filepath.Join(dir, "long.txt")
+	if err := os.WriteFile(long, []byte(strings.Repeat("a line\n", 500)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	be := newTestBackend(t, nil)
+	for _, tt := range []struct {
+		name, cmd string
+		sig       termapi.Signal
+	}{
+		{"read builtin", "read x", termapi.SIGINT},
+		{"cat", "cat", termapi.SIGINT},
+		{"tty", "head -1 /dev/tty", termapi.SIGINT},
+		{"own terminal", "head -1 </dev/fd/1", termapi.SIGINT},
+		{"python", "python3 -i", termapi.SIGTERM},
+		{"pager", "less " + long, termapi.SIGTERM},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			program, _, _ := strings.Cut(tt.cmd, " ")
+			if _, err := exec.LookPath(program); err != nil && program != "read" {
+				t.Skipf("%s is not installed: %v", program, err)
+			}
+			s := spawn(t, be, dir)
+			first, _ := mustExec(t, s, "readlink /proc/$$/fd/1")
+			if strings.TrimSpace(first) == s.term.slavePath {
+				t.Fatalf("commands write to the session's terminal %q", first)
+			}
+			_, res := execute(t, s, tt.cmd)
+			if res.Reason != termapi.WaitStdinRead || res.Prompt {
+				t.Fatalf("settled %s (prompt %v), want stdin_read on a waiting program: %q", res.Reason, res.Prompt, res.Viewport)
+			}
+			if _, err := s.Signal(context.Background(), tt.sig); err != nil {
+				t.Fatal(err)
+			}
+			awaitPrompt(t, s)
+			if out, _ := mustExec(t, s, "echo back"); out != "back\n" {
+				t.Errorf("after %s: %q", tt.sig, out)
+			}
+		})
 	}
 }

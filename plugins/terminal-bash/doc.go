@@ -85,8 +85,8 @@
 // hang-up) is kept for the next command, one a job holds is read until
 // the job lets go, then closed. The terminal is made where the shell finds
 // it: in its own devpts instance, through its root, when sandboxed. The
-// stdin proof counts a read of the command's terminal (less reads its keys
-// from its stderr). A command with the word exec where a command can be
+// stdin proof counts a read of the command's terminal (a program may open
+// it anew by name; stdout and stderr are open for writing only). A command with the word exec where a command can be
 // writes to the session's terminal: a shell that replaces the shell takes
 // its stderr for its terminal, and would go without job control. Past 64
 // terminals held by jobs, commands share the session's terminal again.
