@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -210,7 +211,7 @@ func (s *session) teardown(ctx context.Context) error {
 				return err
 			}
 		}
-		if err := lv.Close(); err != nil {
+		if err := closeLeaves(ctx, lv); err != nil {
 			return fmt.Errorf("remove the limits' cgroups: %w", err)
 		}
 	}
@@ -227,3 +228,37 @@ func (s *session) teardown(ctx context.Context) error {
 func (s *session) killNow() {
 	proc.TerminateNow(s.target)
 }
+
+// closeLeaves removes the limits' cgroup v1 leaves. A process that was
+// killed but not yet released by its reaper (the shell's jobs are reparented
+// when the shell goes) is no longer listed in a leaf and still keeps it
+// busy, for a moment: closeLeaves tries again, with a short pause, until
+// that passes, for at most leavesBusyMax (a later Close retries), or ctx
+// ends.
+func closeLeaves(ctx context.Context, lv *proc.Leaves) error {
+	ctx, cancel := context.WithTimeout(ctx, leavesBusyMax)
+	defer cancel()
+	pause := time.Millisecond
+	for {
+		err := lv.Close()
+		if err == nil || !errors.Is(err, unix.EBUSY) {
+			return err
+		}
+		if pids, _ := lv.Procs(); len(pids) > 0 {
+			if _, err := proc.EndSince(ctx, proc.Identity{}, proc.Birth{}, 0, lv.Procs); err != nil {
+				return err
+			}
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, context.Cause(ctx))
+		case <-t.C:
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// leavesBusyMax bounds closeLeaves' wait for released processes.
+const leavesBusyMax = 5 * time.Second
