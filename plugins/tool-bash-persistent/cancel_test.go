@@ -160,3 +160,27 @@ func TestCancelEndsWhatTheCommandStarted(t *testing.T) {
 		t.Error("the earlier call's job was ended")
 	}
 }
+
+// TestCancelReportIsClipped: the output a cancelled command printed is
+// bounded in the report like any output: cut to maxOutputChars, the whole
+// saved to a file the report names, which the shell can read.
+func TestCancelReportIsClipped(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, "{maxOutputChars: 2000}", "")
+	o := hs.owner(t, "cancelclipped")
+	gate := fifo(t)
+	if res, _ := hs.cancelDuring(t, o, fmt.Sprintf("seq 1 20000; echo go > %q; sleep 100", gate), gate); !res.IsError {
+		t.Fatalf("the cancelled call: %+v", res)
+	}
+	got := hs.run(t, o, "echo next")
+	if !cancelLine(" and interrupted with SIGINT."+keptTail+"1\n2\n").MatchString(got) || len(got) > 4000 {
+		t.Fatalf("the next result (%d characters):\n%s", len(got), clip(got, 3000))
+	}
+	m := regexp.MustCompile(`\n\[full output: (\S+)\]\n`).FindStringSubmatch(got)
+	if m == nil || !strings.HasSuffix(got, "\nnext") {
+		t.Fatalf("the next result names no saved file before its own output:\n%s", clip(got, 3000))
+	}
+	if lines := hs.run(t, o, fmt.Sprintf("wc -l < %q", m[1])); lines != "20000" {
+		t.Fatalf("the saved file has %s lines", lines)
+	}
+}
