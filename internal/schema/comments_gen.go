@@ -127,6 +127,7 @@ var comments = map[string]string{
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb.Result.Input":                "input is termapi.InputMode: how the terminal takes input when a\nprogram is proven to read it; empty when unknown.",
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb.Result.LimitsHit":            "The limits the session's processes ran into while the send ran.",
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb.Result.RawEnd":               "raw_end is termapi.SendResult.RawEnd.",
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb.SendStart.Captured":          "captured is ExecRequest.Captured.",
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb.SendStart.Exec":              "exec selects Executor.Exec of command; otherwise StartSend of text.",
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb.SessionInfo":                 "SessionInfo is termapi.Info.",
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb.Started.AnswersCancel":       "The plugin answers each Cancel with a CancelAnswer. A plugin built\nbefore the answer leaves it false, and a Cancel of its sends is taken\nas done.",

@@ -44,7 +44,7 @@ func benchExecTrue(b *testing.B, s *session) {
 	b.ReportAllocs()
 	defer reportShellCPU(b, s)()
 	for b.Loop() {
-		sn, err := s.Exec(ctx, termapi.ExecRequest{Command: "true", Stream: true})
+		sn, err := s.Exec(ctx, termapi.ExecRequest{Command: "true", Stream: true, Captured: true})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -73,8 +73,10 @@
 //
 // # A command's own terminal
 //
-// With commandTerminals (the default) each command writes, stdout and
-// stderr, to a terminal of its own (cmdterm.go): the typed line redirects
+// With commandTerminals (the default) each command of a captured Exec
+// (ExecRequest.Captured: the bash tool's; the terminal tools' programs draw
+// on the session's terminal) writes, stdout and stderr, to a terminal of
+// its own (cmdterm.go): the typed line redirects
 // the eval to it, as `>/dev/pts/N 2>&1`; stdin, the controlling terminal
 // and job control stay the session's. A job prints on the terminal of the
 // command that started it: the command's output while the command runs,
@@ -148,7 +150,7 @@
 // or hand the terminal to the job it is starting, so the interrupt reaches
 // the command. Cancel does not settle the send: the shell's report does.
 //
-// SIGTSTP to the job of a running command ends the command line at the job
+// SIGTSTP to the job of a running captured command ends the command line at the job
 // (stopJob): bash moves only the job it runs, and told of the stop it
 // breaks a loop around the job and runs the rest of the list at once. So
 // the shell is held (SIGSTOP) while the job stops, then sent SIGINT and

@@ -24,6 +24,8 @@ type command struct {
 	inline bool
 	// term is the terminal the command writes to; nil: the session's.
 	term *cmdTerm
+	// captured: ExecRequest.Captured; SIGTSTP to its job ends its line.
+	captured bool
 }
 
 // Exec runs a command through the shell protocol. See termapi.Executor.
@@ -60,7 +62,8 @@ func (s *session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Se
 	sn := newSend(s, req.Stream, s.Deadline(now, req.Timeout), c)
 	sn.exec = true
 
-	if !mentionsExec(req.Command) {
+	c.captured = req.Captured
+	if req.Captured && !mentionsExec(req.Command) {
 		c.term = s.termForCommandLocked()
 	}
 	redirect := ""

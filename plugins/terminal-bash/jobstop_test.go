@@ -34,7 +34,7 @@ func TestStopJobEndsTheLine(t *testing.T) {
 		}
 		job := fmt.Sprintf("sh -c 'echo up > %s; exec sleep 100'", gate)
 		command := fmt.Sprintf(shape, job)
-		sn, err := s.Exec(context.Background(), termapi.ExecRequest{Command: command, Stream: true})
+		sn, err := s.Exec(context.Background(), termapi.ExecRequest{Command: command, Stream: true, Captured: true})
 		if err != nil {
 			t.Fatal(err)
 		}

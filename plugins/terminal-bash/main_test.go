@@ -136,7 +136,7 @@ func mustExec(t testing.TB, s *session, command string) (string, termapi.SendRes
 // execute runs command through Exec, streaming, until its first settle.
 func execute(t testing.TB, s *session, command string) (string, termapi.SendResult) {
 	t.Helper()
-	sn, err := s.Exec(context.Background(), termapi.ExecRequest{Command: command, Stream: true})
+	sn, err := s.Exec(context.Background(), termapi.ExecRequest{Command: command, Stream: true, Captured: true})
 	if err != nil {
 		t.Fatalf("exec %q: %v", command, err)
 	}

@@ -356,7 +356,7 @@ func (s *session) Signal(ctx context.Context, sig termapi.Signal) (termapi.Signa
 	s.boundaryLocked(time.Now())
 	s.idle = false
 	s.armLocked()
-	running := s.cur != nil && !s.cur.ended
+	running := s.cur != nil && !s.cur.ended && s.cur.captured
 	s.mu.Unlock()
 	if usig == unix.SIGTSTP && pgid != s.pid && running {
 		// A command's job: its line ends there (see stopJob).

@@ -265,7 +265,7 @@ func (r *run) execute(command string) (string, error) {
 	// command at the deadline is timeoutAction's to decide. Its own bound
 	// still ends it at the deadline.
 	send, err := r.terms().Exec(r.parent, r.owner(), r.st.shellID, termapi.ExecRequest{
-		Command: command, Stream: true, Timeout: r.remaining(0),
+		Command: command, Stream: true, Captured: true, Timeout: r.remaining(0),
 	})
 	switch {
 	case (errors.Is(err, termapi.ErrSessionExited) || errors.Is(err, termapi.ErrShellBusy)) && r.retryable():

@@ -477,7 +477,7 @@ func dropJobNotice(notices string, job int) string {
 // command's output, which it follows.
 func (r *run) quietExec(command string) (string, error) {
 	send, err := r.terms().Exec(r.parent, r.owner(), r.st.shellID, termapi.ExecRequest{
-		Command: command, Stream: true, Timeout: r.remaining(killStep),
+		Command: command, Stream: true, Captured: true, Timeout: r.remaining(killStep),
 	})
 	if err != nil {
 		return "", err

@@ -302,7 +302,7 @@ func (s *server) Send(stream grpc.BidiStreamingServer[backendpb.SendControl, bac
 	var sn termapi.Send
 	timeout := time.Duration(start.GetTimeoutNs())
 	if start.GetExec() {
-		sn, err = sess.Exec(ctx, termapi.ExecRequest{Command: string(start.GetCommand()), Timeout: timeout, Stream: start.GetStream()})
+		sn, err = sess.Exec(ctx, termapi.ExecRequest{Command: string(start.GetCommand()), Timeout: timeout, Stream: start.GetStream(), Captured: start.GetCaptured()})
 	} else {
 		sn, err = sess.StartSend(ctx, termapi.SendRequest{Text: string(start.GetText()), Submit: start.GetSubmit(), Timeout: timeout, Stream: start.GetStream()})
 	}

@@ -222,6 +222,7 @@ func (s *session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Se
 		Command:   []byte(req.Command),
 		TimeoutNs: int64(req.Timeout),
 		Stream:    req.Stream,
+		Captured:  req.Captured,
 	})
 }
 

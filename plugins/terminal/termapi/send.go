@@ -17,6 +17,15 @@ type ExecRequest struct {
 	Timeout time.Duration
 	// Stream is SendRequest.Stream.
 	Stream bool
+	// Captured: the caller takes the command's output as text and its end
+	// as a result (the bash tool), not as a screen someone watches (the
+	// terminal tools). A backend may then give the command's stdout and
+	// stderr a terminal of its own, so that what its jobs print later is
+	// told apart from later commands' output, and end the command line at
+	// a job that SIGTSTP stopped (bash cannot move a loop or list around
+	// it). Without it the program draws on the session's terminal, and
+	// SIGTSTP only stops its job.
+	Captured bool
 }
 
 // ExecState is how far a command started by Exec has got.

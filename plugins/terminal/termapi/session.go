@@ -58,9 +58,9 @@ type Session interface {
 	// Signal delivers sig to the terminal's foreground process group. It
 	// never hard-kills the session's top-level process (SIGKILL while the
 	// shell itself is in the foreground is refused): Close does that.
-	// SIGTSTP to the job of an Exec's running command stops the job; a
-	// backend that can hold the shell still meanwhile ends the command line
-	// there (ExecAbandoned), where bash alone would break a loop around the
+	// SIGTSTP to the job of an Exec's running command stops the job; for
+	// a captured Exec (ExecRequest.Captured), a backend that can hold the
+	// shell still meanwhile ends the command line there (ExecAbandoned), where bash alone would break a loop around the
 	// job and go on with the rest of the line at once.
 	Signal(ctx context.Context, sig Signal) (SignalResult, error)
 	// EndCommand ends, with SIGKILL, what the latest Exec's command started

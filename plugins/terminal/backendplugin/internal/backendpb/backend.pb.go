@@ -1635,12 +1635,14 @@ type SendStart struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// exec selects Executor.Exec of command; otherwise StartSend of text.
-	Exec          bool   `protobuf:"varint,2,opt,name=exec,proto3" json:"exec,omitempty"`
-	Text          []byte `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
-	Submit        bool   `protobuf:"varint,4,opt,name=submit,proto3" json:"submit,omitempty"`
-	Command       []byte `protobuf:"bytes,5,opt,name=command,proto3" json:"command,omitempty"`
-	TimeoutNs     int64  `protobuf:"varint,6,opt,name=timeout_ns,json=timeoutNs,proto3" json:"timeout_ns,omitempty"`
-	Stream        bool   `protobuf:"varint,7,opt,name=stream,proto3" json:"stream,omitempty"`
+	Exec      bool   `protobuf:"varint,2,opt,name=exec,proto3" json:"exec,omitempty"`
+	Text      []byte `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	Submit    bool   `protobuf:"varint,4,opt,name=submit,proto3" json:"submit,omitempty"`
+	Command   []byte `protobuf:"bytes,5,opt,name=command,proto3" json:"command,omitempty"`
+	TimeoutNs int64  `protobuf:"varint,6,opt,name=timeout_ns,json=timeoutNs,proto3" json:"timeout_ns,omitempty"`
+	Stream    bool   `protobuf:"varint,7,opt,name=stream,proto3" json:"stream,omitempty"`
+	// captured is ExecRequest.Captured.
+	Captured      bool `protobuf:"varint,8,opt,name=captured,proto3" json:"captured,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1720,6 +1722,13 @@ func (x *SendStart) GetTimeoutNs() int64 {
 func (x *SendStart) GetStream() bool {
 	if x != nil {
 		return x.Stream
+	}
+	return false
+}
+
+func (x *SendStart) GetCaptured() bool {
+	if x != nil {
+		return x.Captured
 	}
 	return false
 }
@@ -2436,7 +2445,7 @@ const file_backend_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\v2\x19.dsh.backend.v2.SendStartH\x00R\x05start\x12*\n" +
 	"\x04pull\x18\x02 \x01(\v2\x14.dsh.backend.v2.PullH\x00R\x04pull\x120\n" +
 	"\x06cancel\x18\x03 \x01(\v2\x16.dsh.backend.v2.CancelH\x00R\x06cancelB\t\n" +
-	"\acontrol\"\xbb\x01\n" +
+	"\acontrol\"\xd7\x01\n" +
 	"\tSendStart\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -2446,7 +2455,8 @@ const file_backend_proto_rawDesc = "" +
 	"\acommand\x18\x05 \x01(\fR\acommand\x12\x1d\n" +
 	"\n" +
 	"timeout_ns\x18\x06 \x01(\x03R\ttimeoutNs\x12\x16\n" +
-	"\x06stream\x18\a \x01(\bR\x06stream\"\x06\n" +
+	"\x06stream\x18\a \x01(\bR\x06stream\x12\x1a\n" +
+	"\bcaptured\x18\b \x01(\bR\bcaptured\"\x06\n" +
 	"\x04Pull\"\b\n" +
 	"\x06Cancel\"\xf2\x01\n" +
 	"\tSendEvent\x123\n" +
