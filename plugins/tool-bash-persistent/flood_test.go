@@ -31,6 +31,11 @@ func TestOwnOutputUnderBackgroundFlood(t *testing.T) {
 		if i := strings.LastIndex(got, "\n[output of background jobs: "); i >= 0 && strings.HasSuffix(got, ".txt]") {
 			got = got[:i]
 		}
+		if got == want {
+			// The job printed nothing the call saw (a loaded machine can
+			// leave its reader behind): its lines come with a later result.
+			continue
+		}
 		if !strings.HasSuffix(got, "\n"+want) || strings.Contains(got[strings.LastIndex(got, own):], "flood-line") {
 			t.Fatalf("call %d: the command's own output is not whole at the end of its result:\n…%s", i, got[max(0, len(got)-3000):])
 		}
