@@ -478,6 +478,9 @@ func TestE2EHTTPSessionsAreIsolated(t *testing.T) {
 	assertGone(t, pa, sleepPid)
 }
 
+// TestE2EHTTPClientVanishesMidCall: a POST dropped mid-call, with no
+// notifications/cancelled, is a cancel: its command is interrupted, the
+// shell is kept, and nothing outlives dsh.
 func TestE2EHTTPClientVanishesMidCall(t *testing.T) {
 	d := startHTTP(t)
 	cs := d.connect(t)
@@ -514,12 +517,16 @@ func TestE2EHTTPClientVanishesMidCall(t *testing.T) {
 	cancel()
 	recv(t, posted, "the POST to end")
 	// The owner's calls run in order: this one runs once the dropped call
-	// has stopped its command (resetting the shell).
+	// has interrupted its command, which is a cancel: the shell is kept.
 	if text, _ := bash(t, cs, "echo next"); !strings.HasSuffix(text, "next") {
 		t.Fatalf("after the dropped call: %q", text)
 	}
-	assertGone(t, sleepPid, pid)
+	assertGone(t, sleepPid)
+	if now := bashPid(t, cs); now != pid {
+		t.Errorf("the shell after the dropped call is %d, want %d kept", now, pid)
+	}
 	d.stop(t, syscall.SIGTERM)
+	assertGone(t, pid)
 }
 
 func TestE2ERepl(t *testing.T) {

@@ -204,11 +204,12 @@ func TestE2EStdioCancelledRequestGetsNoResponse(t *testing.T) {
 }
 
 // TestE2EServerInstructions: the initialize result carries the bash tool's
-// instructions, which clients show the model.
+// instructions, which clients show the model: on the embedded default, the
+// default ones told for its timeout action (background).
 func TestE2EServerInstructions(t *testing.T) {
 	cs, cmd, _ := startStdio(t)
-	if got := cs.InitializeResult().Instructions; got != bashtool.DefaultInstructions {
-		t.Errorf("instructions = %q, want the bash tool's default", got)
+	if got, want := cs.InitializeResult().Instructions, bashtool.DefaultInstructionsFor(bashtool.TimeoutBackground); got != want {
+		t.Errorf("instructions = %q, want %q", got, want)
 	}
 	closeAndWait(t, cs, cmd)
 }

@@ -23,6 +23,12 @@ var timeoutSentences = map[string]string{
 	TimeoutBackground: "A call that runs past its timeout returns what it printed; the command goes on as a background job of the same shell, which you can wait for or kill.",
 }
 
+// DefaultInstructionsFor are the default instructions told for a timeout
+// action (one of the Timeout* constants).
+func DefaultInstructionsFor(timeoutAction string) string {
+	return strings.TrimSuffix(DefaultInstructions, timeoutSentences[TimeoutReset]) + timeoutSentences[timeoutAction]
+}
+
 // instructions are the server instructions the tool sends: the configured
 // ones, or when those are the default, the default told for the configured
 // timeout action.
@@ -30,7 +36,7 @@ func (c *Config) instructions() string {
 	if c.Instructions != DefaultInstructions {
 		return c.Instructions
 	}
-	return strings.TrimSuffix(DefaultInstructions, timeoutSentences[TimeoutReset]) + timeoutSentences[c.TimeoutAction]
+	return DefaultInstructionsFor(c.TimeoutAction)
 }
 
 // Config configures the bash tool.
