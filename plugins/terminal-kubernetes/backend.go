@@ -15,10 +15,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/dshdev/dsh/plugins/terminal/backendkit"
 	"github.com/dshdev/dsh/plugins/terminal/inband"
@@ -75,6 +77,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Backend, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	quietClientGo()
 	restCfg, ns, err := clientConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -131,6 +134,13 @@ func clientConfig(cfg *Config) (*rest.Config, string, error) {
 		if ns, _, err = loader.Namespace(); err != nil || ns == "" {
 			ns = "default"
 		}
+	}
+	// The client certificate and key are read once, now: with their paths
+	// alone client-go would watch the files from goroutines that outlive
+	// every client (a process-wide cache), for a rotation dsh has no use
+	// for (a restart of the plugin reads them anew).
+	if err := rest.LoadTLSFiles(restCfg); err != nil {
+		return nil, "", fmt.Errorf("%w: the client config's files: %v", ErrUnreachable, err)
 	}
 	restCfg.UserAgent = "dsh-backend-kubernetes"
 	// A session's calls come in bursts (a spawn, a close); the defaults
@@ -344,6 +354,12 @@ func (b *Backend) List(context.Context) ([]termapi.Info, error) {
 func (b *Backend) Attach(_ context.Context, id string) (termapi.Session, error) {
 	return backendkit.Find(&b.sessions, id)
 }
+
+// quietClientGo silences client-go's own log (klog): an exec closed from
+// this side makes its stream copiers report "use of closed network
+// connection", which is how a close looks, not a fault; what does fail
+// reaches the backend as an error.
+var quietClientGo = sync.OnceFunc(func() { klog.SetLogger(logr.Discard()) })
 
 func randomHex(n int) string {
 	buf := make([]byte, n)

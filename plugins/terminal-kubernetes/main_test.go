@@ -45,6 +45,9 @@ func goleakMain(m *testing.M) int {
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+		// A WebSocket exec's heartbeat ends at its next ping (every 5 s)
+		// after the connection has closed, not with it.
+		goleak.IgnoreTopFunction("k8s.io/client-go/tools/remotecommand.(*heartbeat).start"),
 	); err != nil {
 		fmt.Fprintln(os.Stderr, "goleak:", err)
 		return 1
@@ -166,6 +169,7 @@ func goleakIgnoreIdleConns() []goleak.Option {
 		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("k8s.io/client-go/tools/remotecommand.(*heartbeat).start"),
 	}
 }
 

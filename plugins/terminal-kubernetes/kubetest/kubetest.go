@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -73,6 +74,11 @@ func Require(t testing.TB) *Cluster {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.AdminKubeconfig)
 	if err != nil {
 		t.Fatalf("the admin kubeconfig: %v", err)
+	}
+	// The files read now: by path, client-go would watch them from
+	// goroutines that outlive the test.
+	if err := rest.LoadTLSFiles(cfg); err != nil {
+		t.Fatalf("the admin kubeconfig's files: %v", err)
 	}
 	if c.Admin, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatalf("the admin client: %v", err)
