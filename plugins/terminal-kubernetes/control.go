@@ -35,6 +35,9 @@ type control struct {
 	mu     sync.Mutex // one request at a time
 	out    *bufio.Reader
 	broken error // set once a request failed: the channel's state is unknown
+	// end is the helper's word on how the shell ended ("end signal
+	// SIGKILL"), once it has come.
+	end []string
 }
 
 func newControl(st *stream) *control {
@@ -79,6 +82,10 @@ func (c *control) request(ctx context.Context, req string) ([]string, error) {
 	}
 	words := strings.Fields(a.line)
 	switch {
+	case len(words) > 0 && words[0] == podhelper.AnsEnd:
+		c.end = words
+		c.broken = fmt.Errorf("%w: %q: the shell has ended", errControl, req)
+		return nil, c.broken
 	case len(words) > 0 && words[0] == podhelper.AnsOK:
 		return words[1:], nil
 	case len(words) > 1 && words[0] == podhelper.AnsErr:
@@ -86,6 +93,33 @@ func (c *control) request(ctx context.Context, req string) ([]string, error) {
 	}
 	c.broken = fmt.Errorf("%w: %q: unexpected answer %q", errControl, req, a.line)
 	return nil, c.broken
+}
+
+// endSignal waits, within ctx, for the helper's word on how the shell
+// ended, and returns the signal that killed it, or "" (it exited, or the
+// helper did not say).
+func (c *control) endSignal(ctx context.Context) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.end == nil && c.broken == nil {
+		got := make(chan string, 1)
+		go func() {
+			line, _ := c.out.ReadString('\n')
+			got <- line
+		}()
+		select {
+		case line := <-got:
+			c.end = strings.Fields(line)
+		case <-ctx.Done():
+			c.broken = fmt.Errorf("%w: no word on the shell's end: %v", errControl, context.Cause(ctx))
+			c.st.Close()
+			<-got
+		}
+	}
+	if len(c.end) == 3 && c.end[0] == podhelper.AnsEnd && c.end[1] == "signal" {
+		return c.end[2]
+	}
+	return ""
 }
 
 // helperError is a request the helper refused.

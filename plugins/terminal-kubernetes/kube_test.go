@@ -205,3 +205,32 @@ func TestKilledInstanceLeavesNothingForLong(t *testing.T) {
 		time.Sleep(time.Duration(cfg.LeaseSeconds) * time.Second / 3)
 	}
 }
+
+// A shell killed by a signal says which, through the helper; `exit 137`
+// is an exit with that code.
+func TestShellKilledBySignal(t *testing.T) {
+	c := kubetest.Require(t)
+	b := newBackend(t, testConfig(c, c.Namespace(t)))
+	for _, tc := range []struct {
+		command string
+		want    termapi.Status
+	}{
+		{"kill -9 $$", termapi.Status{Exited: true, ExitCode: -1, Signal: "SIGKILL"}},
+		{"exit 137", termapi.Status{Exited: true, ExitCode: 137}},
+	} {
+		s := spawn(t, b, "owner-sig")
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		send, err := s.Exec(ctx, termapi.ExecRequest{Command: tc.command})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := send.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Reason != termapi.WaitSessionExit || res.Status != tc.want {
+			t.Errorf("%s: settled %s with %+v, want session_exit with %+v", tc.command, res.Reason, res.Status, tc.want)
+		}
+	}
+}

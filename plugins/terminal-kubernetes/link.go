@@ -39,6 +39,10 @@ func (l *podLink) Resize(size termapi.Size) error { return l.shell.sizes.set(siz
 // makes.
 const statusBound = 15 * time.Second
 
+// endBound bounds the wait for the helper's word on how the shell ended,
+// which it sends before it exits, so before the shell's exec ends.
+const endBound = 5 * time.Second
+
 // Wait returns once the shell's exec has ended, with how: the exit code
 // the exec reports, or, when the exec ended without one, why the shell
 // was lost: its pod was deleted, evicted or killed, or the connection to
@@ -51,6 +55,15 @@ func (l *podLink) Wait() termapi.Status {
 	defer cancel()
 	if gone := l.b.podGone(ctx, l.pod); gone != "" {
 		return termapi.Status{Exited: true, ExitCode: -1, Lost: gone}
+	}
+	if ok && code > 128 && l.ctrl != nil {
+		// 128+N is how the helper reports a shell killed by signal N, and
+		// also what `exit 137` gives: the helper says which.
+		ectx, ecancel := context.WithTimeout(ctx, endBound)
+		defer ecancel()
+		if sig := l.ctrl.endSignal(ectx); sig != "" {
+			return termapi.Status{Exited: true, ExitCode: -1, Signal: sig}
+		}
 	}
 	if ok {
 		return termapi.Status{Exited: true, ExitCode: code}

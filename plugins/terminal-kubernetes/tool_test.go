@@ -89,6 +89,8 @@ func TestToolContract(t *testing.T) {
 		{"echo still here $KEPT", "still here 1"},
 		{"echo $HOSTNAME > /workspace/pod; exit 3", "[shell exited: code 3]\n" + resetNotice},
 		{"pwd; echo ${KEPT:-gone}; cat note 2>/dev/null || echo new workspace", "/workspace\ngone\nnew workspace"},
+		{"echo gone; kill -9 $$", "gone\n[shell killed by signal: SIGKILL]\n" + resetNotice},
+		{"echo ${KEPT:-fresh}", "fresh"},
 	}
 	for _, tc := range cases {
 		if got := th.call(t, tc.command); got != tc.want {

@@ -120,6 +120,7 @@ type shellHelper struct {
 	mu         sync.Mutex // one request at a time; the final sweep too
 	promptRead proc.BlockedRead
 	swept      bool
+	conns      []net.Conn // the control connections, told how the shell ended
 }
 
 // runShell starts argv as the shell and serves name until it has ended.
@@ -166,17 +167,31 @@ func runShell(name string, argv []string) int {
 	waitErr := cmd.Wait()
 	close(stop)
 	h.finish()
+	code, end := 0, AnsEnd+" code 0"
 	var exitErr *exec.ExitError
-	if errors.As(waitErr, &exitErr) {
+	switch {
+	case errors.As(waitErr, &exitErr):
+		code = exitErr.ExitCode()
+		end = AnsEnd + " code " + strconv.Itoa(code)
 		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
+			code = 128 + int(ws.Signal())
+			end = AnsEnd + " signal " + unix.SignalName(ws.Signal())
 		}
-		return exitErr.ExitCode()
+	case waitErr != nil:
+		code, end = 127, AnsEnd+" code 127"
 	}
-	if waitErr != nil {
-		return 127
+	h.tell(end)
+	return code
+}
+
+// tell writes line to every control connection.
+func (h *shellHelper) tell(line string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, conn := range h.conns {
+		conn.SetWriteDeadline(time.Now().Add(time.Second))
+		io.WriteString(conn, line+"\n")
 	}
-	return 0
 }
 
 // trackEvery is how often the tracker looks for the shell's processes
@@ -230,6 +245,9 @@ func (h *shellHelper) serve(ln net.Listener) {
 
 func (h *shellHelper) handle(conn net.Conn) {
 	defer conn.Close()
+	h.mu.Lock()
+	h.conns = append(h.conns, conn)
+	h.mu.Unlock()
 	sc := bufio.NewScanner(conn)
 	for sc.Scan() {
 		// The answer is written under the lock: the shell's end waits for

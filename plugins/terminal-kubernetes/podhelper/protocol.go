@@ -34,6 +34,13 @@
 //	signal SIGTERM   ok PGID | err nofg … | err shell … | err unsupported …
 //	sweep            ok | err …       end every process of the shell, the shell last
 //
+// When the shell has ended (and its processes are swept), the helper says
+// how on every control connection before it exits, unasked:
+//
+//	end code N | end signal SIGKILL
+//
+// since an exec reports only an exit code, and 137 may be `exit 137`.
+//
 // The shell at its prompt blocks in a read on the terminal too; `learn`,
 // sent right after the first prompt, records that read so that a probe
 // tells it from a read builtin of the shell (read line).
@@ -51,6 +58,9 @@ const (
 const (
 	AnsOK  = "ok"
 	AnsErr = "err"
+	// AnsEnd starts the line the helper sends unasked when the shell
+	// has ended: "end code N" or "end signal NAME".
+	AnsEnd = "end"
 
 	ErrCodeNoForeground = "nofg"
 	ErrCodeShell        = "shell"
