@@ -151,3 +151,29 @@ func (c *Cluster) Pods(t testing.TB, namespace, selector string) []corev1.Pod {
 
 // String names the cluster in messages.
 func (c *Cluster) String() string { return fmt.Sprintf("the test cluster (%s)", c.AdminKubeconfig) }
+
+// WaitRunning waits until every container of pod name in namespace runs.
+func (c *Cluster) WaitRunning(t testing.TB, namespace, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pod, err := c.Admin.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && pod.Status.Phase == corev1.PodRunning {
+			running := true
+			for _, cs := range pod.Status.ContainerStatuses {
+				running = running && cs.State.Running != nil
+			}
+			if running {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("pod %s/%s is not running: %v", namespace, name, err)
+		case <-tick.C:
+		}
+	}
+}
