@@ -21,6 +21,7 @@ import (
 	_ "github.com/dshdev/dsh/plugins/standard"
 	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
 	"github.com/dshdev/dsh/plugins/terminal-docker/dockertest"
+	"github.com/dshdev/dsh/plugins/terminal-kubernetes/kubetest"
 )
 
 // TestDefaultLoads starts and stops the embedded default deployment.
@@ -46,7 +47,7 @@ func TestDefaultLoads(t *testing.T) {
 func buildBackends(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bin")+"/", "../cmd/dsh-backend-bash", "../cmd/dsh-backend-ssh", "../cmd/dsh-backend-docker")
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bin")+"/", "../cmd/dsh-backend-bash", "../cmd/dsh-backend-ssh", "../cmd/dsh-backend-docker", "../cmd/dsh-backend-kubernetes")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build the backends: %v\n%s", err, out)
 	}
@@ -81,8 +82,9 @@ func TestReadmeExamplesLoad(t *testing.T) {
 				}
 				d.File = filepath.Join(binDir, "deploy.yaml")
 			}
-			if bytes.Contains(b[1], []byte("./bin/dsh-backend-ssh")) || bytes.Contains(b[1], []byte("./bin/dsh-backend-docker")) {
-				// Its example server or daemon is not there to connect to:
+			if bytes.Contains(b[1], []byte("./bin/dsh-backend-ssh")) || bytes.Contains(b[1], []byte("./bin/dsh-backend-docker")) ||
+				bytes.Contains(b[1], []byte("./bin/dsh-backend-kubernetes")) {
+				// Its example server, daemon or cluster is not there to connect to:
 				// check that the deployment resolves, with the plugin in
 				// place.
 				if _, err := host.Resolve(d, nil); err != nil {
@@ -361,5 +363,52 @@ func TestShippedTimeoutAction(t *testing.T) {
 				t.Errorf("%s: timeoutAction %v, want %s", file, got, want)
 			}
 		}
+	}
+}
+
+// TestKubernetesExample loads deployments/kubernetes.yaml, with its backend
+// built beside it, against the test cluster (in a namespace where the
+// backend's user has the rights of deployments/kubernetes/rbac.yaml), and
+// calls the bash tool: the shell runs in a pod of the agent's own, which is
+// gone once the agent's session ends.
+func TestKubernetesExample(t *testing.T) {
+	c := kubetest.Require(t)
+	ns := c.Namespace(t)
+	env := map[string]string{
+		"DSH_KUBECONFIG": c.BackendKubeconfig, "DSH_KUBE_NAMESPACE": ns, "DSH_KUBE_IMAGE": c.Image,
+		"DSH_KUBE_HELPER_IMAGE": c.HelperImage, "DSH_KUBE_NODE": c.Node,
+	}
+	d, err := host.ReadDeployment("kubernetes.yaml", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin")+"/", "../cmd/dsh-backend-kubernetes")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the backend: %v\n%s", err, out)
+	}
+	d.File = filepath.Join(dir, "deployments", "kubernetes.yaml")
+	h, err := host.Load(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	owner, err := h.NewOwner("agent", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(map[string]string{"command": "pwd; id -u; echo $DSH_SESSION_ID"})
+	res := h.Tools().Call(context.Background(), owner, "bash", args)
+	if res.IsError || res.Text != "/workspace\n1000\nagent" {
+		t.Errorf("bash in the pod: %q (error %v)", res.Text, res.IsError)
+	}
+	if pods := c.Pods(t, ns, "app.kubernetes.io/managed-by=dsh"); len(pods) != 1 {
+		t.Errorf("%d pods while the agent works, want 1", len(pods))
+	}
+	if err := owner.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if pods := c.Pods(t, ns, "app.kubernetes.io/managed-by=dsh"); len(pods) != 0 {
+		t.Errorf("%d pods after the agent's session ended, want 0", len(pods))
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/dshdev/dsh/internal/schema"
 	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
 	terminaldocker "github.com/dshdev/dsh/plugins/terminal-docker"
+	terminalkubernetes "github.com/dshdev/dsh/plugins/terminal-kubernetes"
 	terminalssh "github.com/dshdev/dsh/plugins/terminal-ssh"
 )
 
@@ -53,6 +54,7 @@ var shippedBackends = []struct {
 	{"dsh-backend-bash", "the shell backend out of process: terminal-bash behind go-plugin", func() any { return terminalbash.DefaultConfig() }},
 	{"dsh-backend-ssh", "a backend of shells on another machine, over SSH", func() any { return terminalssh.DefaultConfig() }},
 	{"dsh-backend-docker", "a backend of shells in containers, one per session, through the Docker Engine API", func() any { return terminaldocker.DefaultConfig() }},
+	{"dsh-backend-kubernetes", "a backend of shells in Kubernetes pods, one pod per owner or existing pods, through the Kubernetes API", func() any { return terminalkubernetes.DefaultConfig() }},
 }
 
 // Build gathers the catalog from the plugins registered in reg and the
