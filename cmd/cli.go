@@ -20,6 +20,7 @@ import (
 	"github.com/dshdev/dsh/internal/gcfloor"
 	"github.com/dshdev/dsh/internal/harden"
 	"github.com/dshdev/dsh/plugins/invariant"
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 )
 
 // Exit statuses. A bad deployment or bad flags is the caller's mistake (2);
@@ -59,6 +60,9 @@ type globals struct {
 // non-dumpable: the shells it starts must not read its memory or
 // environment through /proc.
 func Main() {
+	// A keeper of this binary's own backends (durable shells) runs the
+	// same binary under another name, and does nothing else.
+	backendplugin.KeeperMain()
 	if err := harden.NotDumpable(); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh:", err)
 		os.Exit(1)

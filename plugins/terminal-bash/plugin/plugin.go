@@ -5,15 +5,23 @@
 package plugin
 
 import (
+	"context"
+	"encoding/json"
+
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/plugins/terminal"
 	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
+	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
 // Name is the name deployments use for this plugin.
 const Name = "terminal-bash"
 
 func init() {
+	// The same backend, served by dsh's own binary as a keeper: durable
+	// shells live there (see apply).
+	backendplugin.RegisterBuiltin(Name, NewBackendFromJSON)
 	host.Register(host.Plugin{
 		Name:    Name,
 		Summary: "PTY backend running an interactive bash per terminal session",
@@ -43,4 +51,15 @@ func apply(pctx *host.Context, cfg *terminalbash.Config) (any, error) {
 		return b, err
 	}
 	return b, nil
+}
+
+// NewBackendFromJSON decodes the config strictly over the defaults, as the
+// host does for the plugin, and builds the backend: what a keeper of this
+// plugin serves, and what cmd/dsh-backend-bash serves.
+func NewBackendFromJSON(_ context.Context, raw json.RawMessage) (termapi.Backend, error) {
+	cfg, err := terminalbash.ConfigFromJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	return terminalbash.NewBackend(cfg, backendplugin.Logger(0))
 }
