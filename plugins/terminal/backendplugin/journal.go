@@ -1,6 +1,7 @@
 package backendplugin
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -16,12 +17,13 @@ import (
 // first byte and removed with the journal. A journal is guarded by its
 // owner's lock.
 type journal struct {
-	path string
-	head int64 // the first head bytes stay
-	tail int64 // the newest tail bytes stay, in a ring after them
-	f    *os.File
-	end  int64 // position after the newest byte
-	err  error // the first write error; the journal keeps nothing after it
+	path  string
+	head  int64 // the first head bytes stay
+	tail  int64 // the newest tail bytes stay, in a ring after them
+	f     *os.File
+	end   int64 // position after the newest byte
+	lines int64 // newlines written
+	err   error // the first write error; the journal keeps nothing after it
 }
 
 // newJournal returns an empty journal that will keep at most max bytes in
@@ -33,6 +35,9 @@ func newJournal(path string, max int64) *journal {
 
 // Len is the position after the newest byte: how many bytes were written.
 func (j *journal) Len() int64 { return j.end }
+
+// Lines is how many newlines were written.
+func (j *journal) Lines() int64 { return j.lines }
 
 // Dropped is how many of the bytes written are not kept.
 func (j *journal) Dropped() int64 { return max(j.end-j.tail-j.head, 0) }
@@ -48,6 +53,7 @@ func (j *journal) Write(p []byte) {
 	}
 	start := j.end
 	j.end += int64(len(p))
+	j.lines += int64(bytes.Count(p, []byte{'\n'}))
 	if j.err != nil {
 		return
 	}
@@ -124,7 +130,7 @@ func (j *journal) ReadFrom(pos int64, limit int) ([]byte, int64, error) {
 
 // Remove deletes the journal's file; the journal is empty afterwards.
 func (j *journal) Remove() error {
-	j.end, j.err = 0, nil
+	j.end, j.lines, j.err = 0, 0, nil
 	if j.f == nil {
 		return nil
 	}

@@ -447,8 +447,10 @@ type kept struct {
 	stopWatch context.CancelFunc
 	watched   chan struct{}
 	// awayUnit and awayBg are the journals' lengths when the last holder
-	// let go: what came after arrived while no host held it.
-	awayUnit, awayBg int64
+	// let go (bytes and lines): what came after arrived while no host
+	// held it.
+	awayUnit, awayBg           int64
+	awayUnitLines, awayBgLines int64
 
 	// mu guards what the pumps touch: the unit and the background
 	// journal.
@@ -601,9 +603,9 @@ func (k *keeping) release(s *kept, conn uint64) {
 	k.srv.mu.Unlock()
 
 	s.mu.Lock()
-	s.awayBg = s.bg.Len()
+	s.awayBg, s.awayBgLines = s.bg.Len(), s.bg.Lines()
 	if u := s.unit; u != nil {
-		s.awayUnit = u.log.Len()
+		s.awayUnit, s.awayUnitLines = u.log.Len(), u.log.Lines()
 		u.orphan(k, s, conn)
 	}
 	s.mu.Unlock()
@@ -675,7 +677,6 @@ func (k *keeping) info(conn uint64, s *kept) termapi.Info {
 	in := termapi.Info{ID: s.id, OwnerID: s.owner, Name: s.name, PID: s.sess.PID(), Status: s.sess.Status(), Capabilities: caps}
 	k.srv.mu.Lock()
 	holder, since := s.holder, s.since
-	awayUnit, awayBg := s.awayUnit, s.awayBg
 	k.srv.mu.Unlock()
 	switch holder {
 	case conn:
@@ -688,15 +689,17 @@ func (k *keeping) info(conn uint64, s *kept) termapi.Info {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in.Kept.Output = s.bg.Len() - awayBg
+	in.Kept.Output = s.bg.Len() - s.awayBg
+	in.Kept.Lines = s.bg.Lines() - s.awayBgLines
 	in.Kept.Dropped = s.bg.Dropped()
 	if u := s.unit; u != nil && !u.delivered {
 		in.Kept.Unit = &termapi.Unit{Command: u.command, Ended: u.final}
 		if u.final && u.res != nil {
 			in.Kept.Unit.Result = *u.res
 		}
-		if u.log.Len() > awayUnit {
-			in.Kept.Output += u.log.Len() - awayUnit
+		if u.log.Len() > s.awayUnit {
+			in.Kept.Output += u.log.Len() - s.awayUnit
+			in.Kept.Lines += u.log.Lines() - s.awayUnitLines
 		}
 		in.Kept.Dropped += u.log.Dropped()
 	}

@@ -85,9 +85,10 @@ type Kept struct {
 	// nil.
 	Unit *Unit
 	// Output is how many bytes of output the keeper took in while no
-	// caller held the session (the unit's included); Dropped how many of
-	// them it could not keep (past its bound, the oldest of the middle).
-	Output, Dropped int64
+	// caller held the session (the unit's included), in how many lines;
+	// Dropped how many of those bytes it could not keep (past its bound,
+	// the middle).
+	Output, Lines, Dropped int64
 }
 
 // Unit is the last Exec (or typed send) of a kept session, whose end its

@@ -759,6 +759,7 @@ type Kept struct {
 	Unit          *Unit                  `protobuf:"bytes,4,opt,name=unit,proto3" json:"unit,omitempty"`
 	Output        int64                  `protobuf:"varint,5,opt,name=output,proto3" json:"output,omitempty"`
 	Dropped       int64                  `protobuf:"varint,6,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	Lines         int64                  `protobuf:"varint,7,opt,name=lines,proto3" json:"lines,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -831,6 +832,13 @@ func (x *Kept) GetOutput() int64 {
 func (x *Kept) GetDropped() int64 {
 	if x != nil {
 		return x.Dropped
+	}
+	return 0
+}
+
+func (x *Kept) GetLines() int64 {
+	if x != nil {
+		return x.Lines
 	}
 	return 0
 }
@@ -2604,14 +2612,15 @@ const file_backend_proto_rawDesc = "" +
 	"\x03pid\x18\x04 \x01(\x03R\x03pid\x125\n" +
 	"\x06status\x18\x05 \x01(\v2\x1d.dsh.backend.v2.SessionStatusR\x06status\x12@\n" +
 	"\fcapabilities\x18\x06 \x01(\v2\x1c.dsh.backend.v2.CapabilitiesR\fcapabilities\x12(\n" +
-	"\x04kept\x18\x14 \x01(\v2\x14.dsh.backend.v2.KeptR\x04kept\"\xae\x01\n" +
+	"\x04kept\x18\x14 \x01(\v2\x14.dsh.backend.v2.KeptR\x04kept\"\xc4\x01\n" +
 	"\x04Kept\x12\"\n" +
 	"\rsince_unix_ns\x18\x01 \x01(\x03R\vsinceUnixNs\x12\x12\n" +
 	"\x04held\x18\x02 \x01(\bR\x04held\x12\x12\n" +
 	"\x04lost\x18\x03 \x01(\bR\x04lost\x12(\n" +
 	"\x04unit\x18\x04 \x01(\v2\x14.dsh.backend.v2.UnitR\x04unit\x12\x16\n" +
 	"\x06output\x18\x05 \x01(\x03R\x06output\x12\x18\n" +
-	"\adropped\x18\x06 \x01(\x03R\adropped\"f\n" +
+	"\adropped\x18\x06 \x01(\x03R\adropped\x12\x14\n" +
+	"\x05lines\x18\a \x01(\x03R\x05lines\"f\n" +
 	"\x04Unit\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\fR\acommand\x12\x14\n" +
 	"\x05ended\x18\x02 \x01(\bR\x05ended\x12.\n" +
