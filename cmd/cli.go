@@ -180,7 +180,7 @@ func (g *globals) readDeployment() (*host.Deployment, error) {
 
 // loadHost reads the deployment and starts its plugins; workdir is where
 // sessions start (see host.WithWorkdir), "" for the working directory.
-func (g *globals) loadHost(ctx context.Context, workdir string) (*host.Host, error) {
+func (g *globals) loadHost(ctx context.Context, workdir string, opts ...host.Option) (*host.Host, error) {
 	logger, err := g.logger()
 	if err != nil {
 		return nil, err
@@ -192,7 +192,7 @@ func (g *globals) loadHost(ctx context.Context, workdir string) (*host.Host, err
 	if g.checkInvariants || os.Getenv(checkInvariantsEnv) == "1" {
 		invariant.Augment(d)
 	}
-	return host.Load(ctx, d, host.WithLogger(logger), host.WithWorkdir(workdir))
+	return host.Load(ctx, d, append([]host.Option{host.WithLogger(logger), host.WithWorkdir(workdir)}, opts...)...)
 }
 
 func versionString() string {

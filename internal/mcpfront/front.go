@@ -56,6 +56,16 @@ type Options struct {
 	// workspace, instead of Workdir, if that root is one of these or
 	// below one (symlinks resolved). Empty: every owner works in Workdir.
 	AllowedRoots []string
+	// OwnerID, when set, is the id of every owner this front makes
+	// instead of a random one: the one owner of a named stdio session
+	// (dsh serve --session), whose shell a keeper keeps for a later dsh's
+	// owner of the same id. Only for a front that serves one session at a
+	// time.
+	OwnerID string
+	// DetachOwners lets the owner of a session that ends go (host.Owner.
+	// Detach) rather than close it: its shell stays with its keeper, for
+	// a later dsh (dsh serve --session).
+	DetachOwners bool
 }
 
 // CallObserver learns how each tool call went: the tool, the outcome
@@ -92,6 +102,8 @@ type Front struct {
 	httpCalls        httpCalls
 	httpServed       atomic.Int64 // calls the HTTP handler answered itself
 	workdir          string
+	ownerID          string // Options.OwnerID
+	detach           bool   // Options.DetachOwners
 	logger           *slog.Logger
 	progress         time.Duration
 	calls            CallObserver
@@ -140,6 +152,8 @@ func New(h *host.Host, opts Options) *Front {
 		owners:   make(map[*mcp.ServerSession]*host.Owner),
 		states:   make(map[*mcp.ServerSession]*sessionState),
 		audit:    opts.Audit,
+		ownerID:  opts.OwnerID,
+		detach:   opts.DetachOwners,
 	}
 	for _, dir := range opts.AllowedRoots {
 		if real, err := filepath.EvalSymlinks(dir); err == nil {
@@ -368,7 +382,11 @@ func (f *Front) ownerFor(ss *mcp.ServerSession, workdir func() string) (*host.Ow
 	// Random, never the session id: over HTTP that id is the session's only
 	// credential, and the owner id reaches the shell's environment
 	// (DSH_SESSION_ID) and the logs.
-	o, err := f.host.NewOwner(host.NewOwnerID("mcp"), dir)
+	id := f.ownerID
+	if id == "" {
+		id = host.NewOwnerID("mcp")
+	}
+	o, err := f.host.NewOwner(id, dir)
 	if err != nil {
 		return nil, fmt.Errorf("mcpfront: new owner: %w", err)
 	}
@@ -393,7 +411,11 @@ func (f *Front) closeOwner(ctx context.Context, ss *mcp.ServerSession) error {
 	if o == nil {
 		return nil
 	}
-	err := o.Close(ctx)
+	end := o.Close
+	if f.detach {
+		end = o.Detach
+	}
+	err := end(ctx)
 	if err != nil {
 		f.logger.Warn("closing owner failed", "owner", o.ID(), "error", err)
 	}
