@@ -20,7 +20,7 @@ import (
 
 // keepEnv is dsh's environment with a runtime directory of the test's
 // own, where dsh keeps its keepers; the test stops them when it ends.
-func keepEnv(t *testing.T) (env []string, runtime string) {
+func keepEnv(t testing.TB) (env []string, runtime string) {
 	t.Helper()
 	runtime = t.TempDir()
 	t.Cleanup(func() { stopKeepers(t, runtime) })
@@ -35,7 +35,7 @@ func keeperDirs(runtime string) []string {
 
 // keeperPIDs are the pids of the keepers under a runtime directory, from
 // their address files.
-func keeperPIDs(t *testing.T, runtime string) []int {
+func keeperPIDs(t testing.TB, runtime string) []int {
 	t.Helper()
 	var pids []int
 	for _, dir := range keeperDirs(runtime) {
@@ -55,7 +55,7 @@ func keeperPIDs(t *testing.T, runtime string) []int {
 	return pids
 }
 
-func stopKeepers(t *testing.T, runtime string) {
+func stopKeepers(t testing.TB, runtime string) {
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	for _, dir := range keeperDirs(runtime) {
@@ -70,7 +70,7 @@ func stopKeepers(t *testing.T, runtime string) {
 
 // startSession starts `dsh serve --session NAME` with env, as an MCP client
 // would.
-func startSession(t *testing.T, env []string, args ...string) (*mcp.ClientSession, *exec.Cmd) {
+func startSession(t testing.TB, env []string, args ...string) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
 	cmd := exec.Command(dshBinary(t), append([]string{"serve"}, args...)...)
 	cmd.Env = env
@@ -90,7 +90,7 @@ func startSession(t *testing.T, env []string, args ...string) (*mcp.ClientSessio
 
 // killDsh kills dsh outright, as a crash or an OOM kill would, and waits
 // for it.
-func killDsh(t *testing.T, cs *mcp.ClientSession, cmd *exec.Cmd) {
+func killDsh(t testing.TB, cs *mcp.ClientSession, cmd *exec.Cmd) {
 	t.Helper()
 	if err := cmd.Process.Signal(unix.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -335,4 +335,52 @@ func TestE2EStdioSessionKeeperLost(t *testing.T) {
 		t.Errorf("pwd in the fresh shell: %q, want the workspace %q", out, work)
 	}
 	closeAndWait(t, cs, cmd)
+}
+
+// TestE2EStdioSessionDurableOff: a deployment whose terminals service
+// has durable: false keeps no shell past dsh, --session or not: no
+// keeper starts, and the shell ends with dsh.
+func TestE2EStdioSessionDurableOff(t *testing.T) {
+	env, runtime := keepEnv(t)
+	deployment := filepath.Join(t.TempDir(), "plain.yaml")
+	if err := os.WriteFile(deployment, []byte("- id: terminal\n  name: terminal\n  config: {durable: false}\n- id: terminal-bash\n  name: terminal-bash\n- id: bash\n  name: tool-bash-persistent\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--deployment", deployment, "--session", "off", "--workdir", t.TempDir()}
+	cs, cmd := startSession(t, env, args...)
+	shell := bashPid(t, cs)
+	if keepers := keeperPIDs(t, runtime); len(keepers) != 0 {
+		t.Fatalf("keepers %v with durable: false", keepers)
+	}
+	killDsh(t, cs, cmd)
+	waitExit(t, shell, "the shell of a killed dsh that keeps nothing")
+	cs, cmd = startSession(t, env, args...)
+	if out, _ := bash(t, cs, "echo fresh"); out != "fresh" {
+		t.Errorf("first result of a dsh that keeps nothing: %q", out)
+	}
+	closeAndWait(t, cs, cmd)
+}
+
+// BenchmarkE2EStdioSessionReattach: one round of a named session after a
+// kill -9: dsh starts, the client initializes, and the first bash call
+// takes the kept shell back and runs. BenchmarkE2EStdioSessionFresh is the
+// same round without --session: a fresh shell each time.
+func BenchmarkE2EStdioSessionReattach(b *testing.B) { benchSessionRound(b, "--session", "bench") }
+
+func BenchmarkE2EStdioSessionFresh(b *testing.B) { benchSessionRound(b) }
+
+func benchSessionRound(b *testing.B, args ...string) {
+	env, _ := keepEnv(b)
+	args = append(args, "--workdir", b.TempDir())
+	cs, cmd := startSession(b, env, args...)
+	bash(b, cs, "export KEPT=1")
+	killDsh(b, cs, cmd)
+	b.ResetTimer()
+	for b.Loop() {
+		cs, cmd := startSession(b, env, args...)
+		bash(b, cs, "true")
+		b.StopTimer()
+		killDsh(b, cs, cmd)
+		b.StartTimer()
+	}
 }

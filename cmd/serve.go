@@ -84,11 +84,17 @@ One MCP session is one owner: its own shell, started in --workdir (or, with
 --allow-root, in the client's first MCP root), closed when the session ends
 (stdin EOF; over HTTP a DELETE or --idle-timeout). At stdin EOF the
 requests read before are answered, then every shell is closed and dsh
-exits 0; SIGINT or SIGTERM closes every shell and exits 0. Logs go to
+exits 0; SIGINT or SIGTERM closes every shell and exits 0. With --session
+NAME (stdio) the shell is kept instead, by a keeper process that outlives
+dsh (a crash, kill -9, stdin EOF, SIGTERM): a dsh started again with the
+same NAME takes it back with its directory, environment and jobs, and its
+first result says so; a keeper no dsh returns to within --keep-shells
+ends the shell. Logs go to
 stderr, never to stdout. --audit-log records every tool call; dsh
 sessions lists the running servers' sessions.`,
 		Example: `  dsh serve
   dsh serve --workdir ~/project
+  dsh serve --session build --keep-shells 8h
   dsh serve --http 127.0.0.1:8080
   dsh serve --http 0.0.0.0:8080 --token-file ~/.config/dsh/tokens --allowed-host devbox.lan
   dsh serve --http unix:$XDG_RUNTIME_DIR/dsh/mcp.sock`,
