@@ -6,10 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -39,7 +43,7 @@ func keeperPIDs(t testing.TB, runtime string) []int {
 	t.Helper()
 	var pids []int
 	for _, dir := range keeperDirs(runtime) {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+		files := keeperAddresses(dir)
 		for _, f := range files {
 			data, err := os.ReadFile(f)
 			if err != nil {
@@ -55,11 +59,18 @@ func keeperPIDs(t testing.TB, runtime string) []int {
 	return pids
 }
 
+// keeperAddresses are the keepers' address files in dir (not the HTTP
+// sessions' store beside them).
+func keeperAddresses(dir string) []string {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	return slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "sessions.json" })
+}
+
 func stopKeepers(t testing.TB, runtime string) {
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	for _, dir := range keeperDirs(runtime) {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+		files := keeperAddresses(dir)
 		for _, f := range files {
 			if err := backendplugin.StopKeeper(ctx, dir, strings.TrimSuffix(filepath.Base(f), ".json")); err != nil {
 				t.Errorf("stop keeper %s: %v", f, err)
@@ -383,4 +394,80 @@ func benchSessionRound(b *testing.B, args ...string) {
 		killDsh(b, cs, cmd)
 		b.StartTimer()
 	}
+}
+
+// TestE2EHTTPSessionSurvivesKill: dsh serve --http --keep-shells is killed
+// with SIGKILL; started again on the same address, it honours the
+// session id a client had, for the token that opened it: the same MCP
+// client goes on, its next call gets the same shell with the kept-shell
+// line. The same id with another token is refused first, and leaves the
+// shell alone.
+func TestE2EHTTPSessionSurvivesKill(t *testing.T) {
+	runtime := t.TempDir()
+	t.Cleanup(func() { stopKeepers(t, runtime) })
+	env := []string{"XDG_RUNTIME_DIR=" + runtime}
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	const otherToken = "another-token-of-another-identity-0123456789"
+	if err := os.WriteFile(tokens, []byte(testToken+"\n"+otherToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := []string{"--http", addr, "--token-file", tokens, "--keep-shells", "1h", "--workdir", t.TempDir()}
+
+	d := startHTTPEnv(t, env, args...)
+	d.client.Transport = bearer{testToken, d.client.Transport}
+	cs := d.connect(t)
+	if out, _ := bash(t, cs, "cd /tmp; export X=1"); out != "" {
+		t.Fatalf("cd; export: %q", out)
+	}
+	shell := bashPid(t, cs)
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.exited
+
+	d2 := startHTTPEnv(t, env, args...)
+	// Another token presents the session id first: refused.
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo stolen"}}}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, d2.url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+otherToken)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	resp, err := d2.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("the session id with another token: %s, want 403", resp.Status)
+	}
+	// The client that had it goes on, on the same shell.
+	out, isErr := bash(t, cs, `echo "$X"; pwd; echo $$`)
+	if isErr || !strings.HasPrefix(out, "[dsh restarted; this shell was kept") || !strings.HasSuffix(out, fmt.Sprintf("\n1\n/tmp\n%d", shell)) {
+		t.Fatalf("first call after the restart (error %v):\n%s", isErr, out)
+	}
+	if out, _ := bash(t, cs, "echo again"); out != "again" {
+		t.Errorf("second call %q", out)
+	}
+	// A service restart (SIGTERM) keeps it too.
+	d2.stop(t, syscall.SIGTERM)
+	d3 := startHTTPEnv(t, env, args...)
+	if out, _ := bash(t, cs, "echo $$"); !strings.HasPrefix(out, "[dsh restarted; this shell was kept") || !strings.HasSuffix(out, fmt.Sprintf("\n%d", shell)) {
+		t.Fatalf("first call after SIGTERM and a restart:\n%s", out)
+	}
+	// A session that ends ends its shell, as without keeping.
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, shell, "the shell of an ended session")
+	d3.stop(t, os.Interrupt)
 }

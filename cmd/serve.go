@@ -118,7 +118,7 @@ sessions lists the running servers' sessions.`,
 	cmd.Flags().StringVar(&f.auditLog, "audit-log", "", "append a JSON line per tool call to this file (time, session, owner, client, tool, command, outcome, exit code, duration, output size)")
 	cmd.Flags().StringArrayVar(&f.auditRedact, "audit-redact", nil, "with --audit-log: replace what this regular expression matches in commands with [REDACTED] (repeatable; '(?s).+' leaves commands out)")
 	cmd.Flags().StringVar(&f.session, "session", "", "over stdio: name this session's shell and keep it past dsh (a crash, a kill -9, stdin's end); a dsh started again with the same name, by the same user, takes it back with its directory, environment and jobs")
-	cmd.Flags().DurationVar(&f.keepShells, "keep-shells", backendplugin.DefaultKeep, "with --session: how long a kept shell waits for a dsh to take it back before it is ended with what it started")
+	cmd.Flags().DurationVar(&f.keepShells, "keep-shells", backendplugin.DefaultKeep, "with --session (default 1h), or with --http (then shells are kept only with this flag): how long a kept shell waits for a dsh to take it back before it is ended with what it started; over HTTP a client that comes back with its Mcp-Session-Id and token gets its session and shell back")
 	cmd.Flags().StringArrayVar(&f.allowRoots, "allow-root", nil, "a directory a client's workspace may be in: a client that declares MCP roots works in its first root if that is in one of these (repeatable; otherwise --workdir)")
 	return cmd
 }
@@ -267,7 +267,8 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 	sigpipe := make(chan os.Signal, 1)
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
-	h, err = g.loadHost(ctx, wd, keepingOptions(f.session, f.keepShells)...)
+	scope := keepingScope(cmd, f.addr, f.session)
+	h, err = g.loadHost(ctx, wd, keepingOptions(scope, f.keepShells)...)
 	if err != nil {
 		return err
 	}
@@ -315,6 +316,11 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 			ListenHost:   listenHost(ln.Addr()),
 			AllowedHosts: f.allowed,
 			MaxSessions:  f.maxSessions,
+		}
+		if scope != "" {
+			if opts.Sessions, err = openSessionStore(scope); err != nil {
+				return errors.Join(err, front.Close(ctx), h.Close(ctx))
+			}
 		}
 		err = serveHTTP(ctx, g, front, ln, httpServe{opts: opts, auth: auth, addr: f.addr, tokenPath: creds.frontPath, tls: tlsConfig}, side, h.Logger())
 	}

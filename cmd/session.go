@@ -3,11 +3,16 @@ package dshcmd
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dshdev/dsh/host"
+	"github.com/dshdev/dsh/internal/mcpfront"
+	"github.com/dshdev/dsh/internal/private"
 )
 
 // maxSessionName bounds a --session name: it becomes part of file names.
@@ -38,8 +43,8 @@ func checkSessionFlags(cmd *cobra.Command, addr, session string, keep time.Durat
 		}
 	}
 	if cmd.Flags().Changed("keep-shells") {
-		if session == "" {
-			return usageError{errors.New("--keep-shells needs --session")}
+		if session == "" && addr == "" {
+			return usageError{errors.New("--keep-shells needs --session or --http")}
 		}
 		if keep <= 0 {
 			return usageError{fmt.Errorf("--keep-shells %s: must be positive", keep)}
@@ -48,13 +53,52 @@ func checkSessionFlags(cmd *cobra.Command, addr, session string, keep time.Durat
 	return nil
 }
 
-// keepingOptions asks the host to keep the shells of session past dsh;
-// none without a session.
-func keepingOptions(session string, keep time.Duration) []host.Option {
-	if session == "" {
+// keepingScope names what dsh keeps shells for: the named stdio session,
+// or the HTTP address when --keep-shells is given with --http; "" when
+// it keeps none.
+func keepingScope(cmd *cobra.Command, addr, session string) string {
+	switch {
+	case session != "":
+		return "session-" + session
+	case addr != "" && cmd.Flags().Changed("keep-shells"):
+		return "http-" + plainName(addr)
+	}
+	return ""
+}
+
+// plainName is s with every character but letters, digits, '.', '-' and
+// '_' made '_', and no leading dot: as the terminals service names a
+// keeper's directory.
+func plainName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, strings.TrimLeft(s, "."))
+}
+
+// keepingOptions asks the host to keep the shells of scope past dsh;
+// none for "".
+func keepingOptions(scope string, keep time.Duration) []host.Option {
+	if scope == "" {
 		return nil
 	}
-	return []host.Option{host.WithKeeping(host.Keeping{Scope: "session-" + session, Keep: keep})}
+	return []host.Option{host.WithKeeping(host.Keeping{Scope: scope, Keep: keep})}
+}
+
+// openSessionStore opens the store of the HTTP sessions whose shells dsh
+// keeps, in the keepers' directory of scope.
+func openSessionStore(scope string) (*mcpfront.SessionStore, error) {
+	base, err := private.Dir()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(base, "keep-"+plainName(scope))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("keeping shells: %w", err)
+	}
+	return mcpfront.OpenSessionStore(filepath.Join(dir, "sessions.json"))
 }
 
 // sessionOwnerID is the id of a named session's owner: the same in every

@@ -104,14 +104,21 @@ type Front struct {
 	workdir          string
 	ownerID          string // Options.OwnerID
 	detach           bool   // Options.DetachOwners
-	logger           *slog.Logger
-	progress         time.Duration
-	calls            CallObserver
-	requests         requests
-	users            sessionUsers // over HTTP: who opened each session
-	sessions         sessionSlots // over HTTP: sessions being opened
-	roots            []string     // Options.AllowedRoots, resolved
-	audit            *audit.Log
+	// store, over HTTP with kept shells, remembers the sessions for a
+	// later dsh (HTTPOptions.Sessions); reviving serializes reviving one
+	// with making new ones, so that only revive hands the SDK an id
+	// (nextSessionID).
+	store         *SessionStore
+	reviving      sync.RWMutex
+	nextSessionID atomic.Pointer[string]
+	logger        *slog.Logger
+	progress      time.Duration
+	calls         CallObserver
+	requests      requests
+	users         sessionUsers // over HTTP: who opened each session
+	sessions      sessionSlots // over HTTP: sessions being opened
+	roots         []string     // Options.AllowedRoots, resolved
+	audit         *audit.Log
 
 	mu      sync.Mutex
 	closing bool
@@ -189,6 +196,7 @@ func New(h *host.Host, opts Options) *Front {
 		// Tools only: no logging capability (the SDK's default), no list
 		// changes (the tool set is fixed when New runs).
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		GetSessionID: f.sessionID,
 	})
 	// The raw AddTool takes our schema verbatim; the generic mcp.AddTool
 	// would infer one from a Go type. It panics on a schema whose type is
@@ -383,12 +391,26 @@ func (f *Front) ownerFor(ss *mcp.ServerSession, workdir func() string) (*host.Ow
 	// credential, and the owner id reaches the shell's environment
 	// (DSH_SESSION_ID) and the logs.
 	id := f.ownerID
+	var stored storedSession
+	var revived bool
+	if f.store != nil {
+		// A session from before dsh restarted gets its owner back, whose
+		// kept shell is then taken back, in its workspace.
+		if stored, revived = f.store.get(ss.ID()); revived {
+			id, dir = stored.Owner, stored.Workdir
+		}
+	}
 	if id == "" {
 		id = host.NewOwnerID("mcp")
 	}
 	o, err := f.host.NewOwner(id, dir)
 	if err != nil {
 		return nil, fmt.Errorf("mcpfront: new owner: %w", err)
+	}
+	if f.store != nil && !revived {
+		if err := f.store.put(ss.ID(), storedSession{User: f.users.user(ss.ID()), Owner: id, Workdir: o.Workdir()}); err != nil {
+			f.logger.Warn("a session's shell will not be found after a restart", "owner", id, "error", err)
+		}
 	}
 	f.owners[ss] = o
 	f.logger.Debug("owner created", "owner", o.ID(), "workdir", o.Workdir())
@@ -411,9 +433,19 @@ func (f *Front) closeOwner(ctx context.Context, ss *mcp.ServerSession) error {
 	if o == nil {
 		return nil
 	}
+	f.mu.Lock()
+	closing := f.closing
+	f.mu.Unlock()
 	end := o.Close
-	if f.detach {
+	switch {
+	case f.detach, f.store != nil && closing:
+		// dsh stops with the shells kept: they wait for the next dsh.
 		end = o.Detach
+	case f.store != nil:
+		// The session ends (DELETE, idle): so does its shell, for good.
+		if err := f.store.remove(ss.ID()); err != nil {
+			f.logger.Warn("forgetting an ended session failed", "owner", o.ID(), "error", err)
+		}
 	}
 	err := end(ctx)
 	if err != nil {
