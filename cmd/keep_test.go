@@ -471,3 +471,29 @@ func TestE2EHTTPSessionSurvivesKill(t *testing.T) {
 	waitExit(t, shell, "the shell of an ended session")
 	d3.stop(t, os.Interrupt)
 }
+
+// TestE2EReplSession: dsh repl --session keeps its shell when its input
+// ends; the next dsh repl of that name takes it back, and its first result
+// says so.
+func TestE2EReplSession(t *testing.T) {
+	env, _ := keepEnv(t)
+	work := t.TempDir()
+	repl := func(input string) string {
+		cmd := exec.Command(dshBinary(t), "repl", "--session", "r", "--workdir", work)
+		cmd.Env = env
+		cmd.Stdin = strings.NewReader(input)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("dsh repl: %v\n%s", err, stderr.String())
+		}
+		return string(out)
+	}
+	repl("cd /tmp\nexport X=1\n")
+	out := repl("echo \"$X\"; pwd\n")
+	// The output as it came, then what the model got.
+	if !strings.HasSuffix(out, "[dsh restarted; this shell was kept, with its directory, environment and jobs. While dsh was away: nothing ran and nothing was printed.]\n1\n/tmp\n") {
+		t.Fatalf("the second repl's output:\n%s", out)
+	}
+}

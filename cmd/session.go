@@ -43,7 +43,10 @@ func checkSessionFlags(cmd *cobra.Command, addr, session string, keep time.Durat
 		}
 	}
 	if cmd.Flags().Changed("keep-shells") {
-		if session == "" && addr == "" {
+		switch {
+		case session == "" && cmd.Flags().Lookup("http") == nil:
+			return usageError{errors.New("--keep-shells needs --session")}
+		case session == "" && addr == "":
 			return usageError{errors.New("--keep-shells needs --session or --http")}
 		}
 		if keep <= 0 {
