@@ -2,6 +2,9 @@ package host
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"time"
 )
 
@@ -49,6 +52,48 @@ func Detaching(ctx context.Context) bool {
 // it, not ended. A front detaches the owners of clients that went away
 // without ending their session, and every owner when it stops with its
 // shells kept.
+//
+// The OnDetach hooks run first, while the owner is still live and its
+// calls still run: what is kept is let go before those calls are
+// cancelled, so that a command running then goes on in its keeper rather
+// than being interrupted.
 func (o *Owner) Detach(ctx context.Context) error {
-	return o.Close(context.WithValue(ctx, detachingKey{}, true))
+	o.mu.Lock()
+	// The first Detach runs the hooks; Close (a concurrent Detach's
+	// included) waits for them.
+	var hooks []func(context.Context) error
+	first := o.hooksDone == nil && !o.closing
+	if first {
+		hooks = o.detachHooks
+		o.detachHooks = nil
+		o.hooksDone = make(chan struct{})
+	}
+	o.mu.Unlock()
+	var errs []error
+	for _, fn := range slices.Backward(hooks) {
+		if err := fn(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if first {
+		o.mu.Lock()
+		close(o.hooksDone)
+		o.mu.Unlock()
+	}
+	if err := o.Close(context.WithValue(ctx, detachingKey{}, true)); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("detach owner %q: %w", o.id, errors.Join(errs...))
+	}
+	return nil
+}
+
+// OnDetach registers fn to run when the owner is let go (Detach), before
+// its calls are cancelled and its cleanups run. Hooks of an owner that is
+// closed instead never run.
+func (o *Owner) OnDetach(fn func(ctx context.Context) error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.detachHooks = append(o.detachHooks, fn)
 }

@@ -472,7 +472,14 @@ func (f *Front) Serve(ctx context.Context, t mcp.Transport) error {
 	if st != nil && f.fastEncoder != nil && !st.sdkOnly {
 		st.ready = make(chan struct{})
 	}
-	ss, err := f.server.Connect(ctx, t, nil)
+	cctx := ctx
+	if f.detach {
+		// The calls must not end with ctx before the owner is let go:
+		// its kept shell takes a running command to its keeper first
+		// (see the AfterFunc below, and host.Owner.Detach).
+		cctx = context.WithoutCancel(ctx)
+	}
+	ss, err := f.server.Connect(cctx, t, nil)
 	var conn *lineConn
 	if st != nil && st.ready != nil {
 		if conn = st.conn.Load(); conn != nil && err == nil {

@@ -315,6 +315,27 @@ func (s *Service) Resume(ctx context.Context, owner *host.Owner, id string, req 
 	})
 }
 
+// detachKept lets the owner's kept sessions go to their keepers, before
+// the owner's calls are cancelled: a command running in one goes on, and
+// its call ends without interrupting it.
+func (s *Service) detachKept(ctx context.Context, st *ownerState) error {
+	s.mu.Lock()
+	var keep []*record
+	for _, r := range st.sessions {
+		if r.caps.Keep {
+			keep = append(keep, r)
+		}
+	}
+	s.mu.Unlock()
+	errs := make([]error, len(keep))
+	var wg sync.WaitGroup
+	for i, r := range keep {
+		wg.Go(func() { errs[i] = s.detachRecord(ctx, r) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // detachRecords lets records go to their keepers where they can be kept,
 // and closes the rest, concurrently, with reason.
 func (s *Service) detachRecords(ctx context.Context, records []*record, reason string) error {

@@ -232,6 +232,9 @@ func (s *Service) ownerLocked(owner *host.Owner) (*ownerState, error) {
 		return nil, errOwnerNotLive(owner)
 	}
 	st.removeHook = remove
+	// Let go, the owner's kept sessions go to their keepers first, while
+	// its calls still run (see host.Owner.Detach).
+	owner.OnDetach(func(ctx context.Context) error { return s.detachKept(ctx, st) })
 	s.owners[owner] = st
 	return st, nil
 }

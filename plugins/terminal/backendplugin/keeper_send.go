@@ -261,7 +261,15 @@ func (k *keeping) send(stream grpc.BidiStreamingServer[backendpb.SendControl, ba
 		s.mu.Unlock()
 	}
 
-	if err := stream.Send(&backendpb.SendEvent{Event: &backendpb.SendEvent_Started{Started: &backendpb.Started{}}}); err != nil {
+	// Events go from here and from the reader below (a Cancel's answer):
+	// one at a time.
+	var sendMu sync.Mutex
+	sendEvent := func(ev *backendpb.SendEvent) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return stream.Send(ev)
+	}
+	if err := sendEvent(&backendpb.SendEvent{Event: &backendpb.SendEvent_Started{Started: &backendpb.Started{AnswersCancel: true}}}); err != nil {
 		return err
 	}
 	pulls := make(chan struct{}, 1)
@@ -285,9 +293,18 @@ func (k *keeping) send(stream grpc.BidiStreamingServer[backendpb.SendControl, ba
 				default:
 				}
 			case msg.GetCancel() != nil:
-				if b != nil {
-					b.sn.Cancel()
+				// A host that let the session go cancels nothing: the
+				// command is the keeper's to read for the next host.
+				// The answer tells the host whether the command was
+				// interrupted (see server.send).
+				s.mu.Lock()
+				mine := u.host == conn
+				s.mu.Unlock()
+				interrupted := false
+				if b != nil && mine {
+					interrupted = b.sn.Cancel()
 				}
+				_ = sendEvent(&backendpb.SendEvent{Event: &backendpb.SendEvent_CancelAnswer{CancelAnswer: &backendpb.CancelAnswer{Interrupted: interrupted}}})
 			}
 		}
 	}()
@@ -301,7 +318,7 @@ func (k *keeping) send(stream grpc.BidiStreamingServer[backendpb.SendControl, ba
 		return true
 	}
 	sendOutput := func(text []byte, eof bool) error {
-		return stream.Send(&backendpb.SendEvent{Event: &backendpb.SendEvent_Output{Output: &backendpb.Output{Text: text, Eof: eof}}})
+		return sendEvent(&backendpb.SendEvent{Event: &backendpb.SendEvent_Output{Output: &backendpb.Output{Text: text, Eof: eof}}})
 	}
 	// What goes before the live send: the background output kept while
 	// no host held the session (a typed send's), then, for a resumed
@@ -401,7 +418,7 @@ pulling:
 		x2.BackgroundTruncated = x2.BackgroundTruncated || bg.dropped
 		res.Exec = &x2
 	}
-	if err := stream.Send(&backendpb.SendEvent{Event: &backendpb.SendEvent_Result{Result: resultToPB(res)}}); err != nil {
+	if err := sendEvent(&backendpb.SendEvent{Event: &backendpb.SendEvent_Result{Result: resultToPB(res)}}); err != nil {
 		return err
 	}
 	// What is left is bounded now that the send has settled: all of it

@@ -296,7 +296,18 @@ func (s *session) start(ctx context.Context, start *backendpb.SendStart) (termap
 		sn.pulling = true // output flows at once; the caller drains it
 		sn.control(pullMsg)
 	}
-	sn.unwatch = context.AfterFunc(ctx, func() { sn.Cancel() })
+	sn.unwatch = context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		detached := s.detached
+		s.mu.Unlock()
+		if detached {
+			// The keeper holds the session now and reads the send on:
+			// end the stream without interrupting the command.
+			sn.stop()
+			return
+		}
+		sn.Cancel()
+	})
 	go sn.receive()
 	return sn, nil
 }
