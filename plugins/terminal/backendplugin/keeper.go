@@ -602,14 +602,24 @@ func (k *keeping) release(s *kept, conn uint64) {
 	s.stopWatch, s.watched = stop, watched
 	k.srv.mu.Unlock()
 
+	taker, raw := s.sess.(backgroundTaker)
+	raw = raw && s.sess.Capabilities().Raw
 	s.mu.Lock()
 	s.awayBg, s.awayBgLines = s.bg.Len(), s.bg.Lines()
+	if raw {
+		// What jobs printed that no host read (a host killed outright
+		// is noticed a little later) counts as arrived while away.
+		if text, dropped := taker.TakeBackground(); text != "" || dropped {
+			s.bg.Write([]byte(text))
+			s.bgDropped = s.bgDropped || dropped
+		}
+	}
 	if u := s.unit; u != nil {
 		s.awayUnit, s.awayUnitLines = u.log.Len(), u.log.Lines()
 		u.orphan(k, s, conn)
 	}
 	s.mu.Unlock()
-	if taker, ok := s.sess.(backgroundTaker); ok && s.sess.Capabilities().Raw {
+	if raw {
 		go func() {
 			defer close(watched)
 			k.watchBackground(ctx, s, taker)
