@@ -27,10 +27,10 @@ const (
 	// silenceNotice replaces interactiveNotice where the backend cannot
 	// prove a wait for input (Capabilities.InputProof) and the command
 	// was only silent.
-	silenceNotice     = "[Nothing was printed for %s s and this shell's backend cannot see whether a program waits for input, so the command was taken to be waiting and interrupted. Pass input non-interactively, or run a long, quiet command in the background.]"
-	strayHeader       = "[output from background jobs since the previous call]"
-	abandonedShell    = "[The shell had exited before this command: %s. The command ran in a new shell.]"
-	unusableShell     = "[The shell was not at its prompt (a program had taken its terminal), so it was replaced. The command ran in a new shell.]"
+	silenceNotice  = "[Nothing was printed for %s s and this shell's backend cannot see whether a program waits for input, so the command was taken to be waiting and interrupted. Pass input non-interactively, or run a long, quiet command in the background.]"
+	strayHeader    = "[output from background jobs since the previous call]"
+	abandonedShell = "[The shell had exited before this command: %s. The command ran in a new shell.]"
+	unusableShell  = "[The shell was not at its prompt (a program had taken its terminal), so it was replaced. The command ran in a new shell.]"
 	// keptShell starts the first result after dsh restarted and took the
 	// owner's shell back from its keeper; lostShell says the keeper had
 	// ended too, before the reset notice.
