@@ -20,6 +20,7 @@ import (
 	"github.com/dshdev/dsh/internal/gcfloor"
 	"github.com/dshdev/dsh/internal/harden"
 	"github.com/dshdev/dsh/plugins/invariant"
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 )
 
 // Exit statuses. A bad deployment or bad flags is the caller's mistake (2);
@@ -59,6 +60,9 @@ type globals struct {
 // non-dumpable: the shells it starts must not read its memory or
 // environment through /proc.
 func Main() {
+	// A keeper of this binary's own backends (durable shells) runs the
+	// same binary under another name, and does nothing else.
+	backendplugin.KeeperMain()
 	if err := harden.NotDumpable(); err != nil {
 		fmt.Fprintln(os.Stderr, "dsh:", err)
 		os.Exit(1)
@@ -176,7 +180,7 @@ func (g *globals) readDeployment() (*host.Deployment, error) {
 
 // loadHost reads the deployment and starts its plugins; workdir is where
 // sessions start (see host.WithWorkdir), "" for the working directory.
-func (g *globals) loadHost(ctx context.Context, workdir string) (*host.Host, error) {
+func (g *globals) loadHost(ctx context.Context, workdir string, opts ...host.Option) (*host.Host, error) {
 	logger, err := g.logger()
 	if err != nil {
 		return nil, err
@@ -188,7 +192,7 @@ func (g *globals) loadHost(ctx context.Context, workdir string) (*host.Host, err
 	if g.checkInvariants || os.Getenv(checkInvariantsEnv) == "1" {
 		invariant.Augment(d)
 	}
-	return host.Load(ctx, d, host.WithLogger(logger), host.WithWorkdir(workdir))
+	return host.Load(ctx, d, append([]host.Option{host.WithLogger(logger), host.WithWorkdir(workdir)}, opts...)...)
 }
 
 func versionString() string {

@@ -26,13 +26,15 @@ import (
 
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/internal/private"
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 )
 
 // replTool is the tool every line of the REPL calls.
 const replTool = "bash"
 
 func replCommand(g *globals) *cobra.Command {
-	var workdir string
+	var workdir, session string
+	var keep time.Duration
 	cmd := &cobra.Command{
 		Use:   "repl",
 		Short: "Type commands into the bash tool and see exactly what the model sees",
@@ -71,7 +73,10 @@ Ctrl-C twice or Ctrl-D (end of input) exits.`,
 			signal.Notify(interrupts, os.Interrupt)
 			defer signal.Stop(interrupts)
 
-			h, err := g.loadHost(ctx, wd)
+			if err := checkSessionFlags(cmd, "", session, keep); err != nil {
+				return err
+			}
+			h, err := g.loadHost(ctx, wd, keepingOptions(keepingScope(cmd, "", session), keep)...)
 			if err != nil {
 				return err
 			}
@@ -85,7 +90,11 @@ Ctrl-C twice or Ctrl-D (end of input) exits.`,
 			if !slices.ContainsFunc(h.Tools().List(), func(t host.ToolInfo) bool { return t.Name == replTool }) {
 				return errors.Join(usageError{fmt.Errorf("the deployment has no %q tool (see dsh tools)", replTool)}, closeHost())
 			}
-			owner, err := h.NewOwner(host.NewOwnerID("repl"), wd)
+			ownerID := host.NewOwnerID("repl")
+			if session != "" {
+				ownerID = sessionOwnerID(session)
+			}
+			owner, err := h.NewOwner(ownerID, wd)
 			if err != nil {
 				return errors.Join(err, closeHost())
 			}
@@ -112,10 +121,20 @@ Ctrl-C twice or Ctrl-D (end of input) exits.`,
 				r.source = src
 			}
 			r.run(ctx)
+			if session != "" {
+				// The shell waits in its keeper for the next dsh of this
+				// name.
+				detachCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+				err := owner.Detach(detachCtx)
+				cancel()
+				return errors.Join(err, closeHost())
+			}
 			return closeHost()
 		},
 	}
 	cmd.Flags().StringVarP(&workdir, "workdir", "w", "", "the shell's workspace (default: the current directory)")
+	cmd.Flags().StringVar(&session, "session", "", "name the shell and keep it past dsh: a dsh repl or dsh serve started again with the same --session, by the same user, takes it back")
+	cmd.Flags().DurationVar(&keep, "keep-shells", backendplugin.DefaultKeep, "with --session: how long a kept shell waits for a dsh to take it back before it is ended with what it started")
 	return cmd
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/dshdev/dsh/host"
 	"github.com/dshdev/dsh/internal/audit"
 	"github.com/dshdev/dsh/internal/mcpfront"
+	"github.com/dshdev/dsh/plugins/terminal/backendplugin"
 )
 
 // shutdownTimeout bounds closing every owner, shell and plugin once serve or
@@ -49,6 +50,8 @@ type serveFlags struct {
 	auditLog    string
 	auditRedact []string
 	fastPath    bool
+	session     string
+	keepShells  time.Duration
 }
 
 // fastPathEnv set to false turns the MCP fast path off (--mcp-fast-path),
@@ -81,11 +84,17 @@ One MCP session is one owner: its own shell, started in --workdir (or, with
 --allow-root, in the client's first MCP root), closed when the session ends
 (stdin EOF; over HTTP a DELETE or --idle-timeout). At stdin EOF the
 requests read before are answered, then every shell is closed and dsh
-exits 0; SIGINT or SIGTERM closes every shell and exits 0. Logs go to
+exits 0; SIGINT or SIGTERM closes every shell and exits 0. With --session
+NAME (stdio) the shell is kept instead, by a keeper process that outlives
+dsh (a crash, kill -9, stdin EOF, SIGTERM): a dsh started again with the
+same NAME takes it back with its directory, environment and jobs, and its
+first result says so; a keeper no dsh returns to within --keep-shells
+ends the shell. Logs go to
 stderr, never to stdout. --audit-log records every tool call; dsh
 sessions lists the running servers' sessions.`,
 		Example: `  dsh serve
   dsh serve --workdir ~/project
+  dsh serve --session build --keep-shells 8h
   dsh serve --http 127.0.0.1:8080
   dsh serve --http 0.0.0.0:8080 --token-file ~/.config/dsh/tokens --allowed-host devbox.lan
   dsh serve --http unix:$XDG_RUNTIME_DIR/dsh/mcp.sock`,
@@ -108,6 +117,8 @@ sessions lists the running servers' sessions.`,
 	cmd.Flags().StringVar(&f.tlsKey, "tls-key", "", "with --http: the private key of --tls-cert (PEM)")
 	cmd.Flags().StringVar(&f.auditLog, "audit-log", "", "append a JSON line per tool call to this file (time, session, owner, client, tool, command, outcome, exit code, duration, output size)")
 	cmd.Flags().StringArrayVar(&f.auditRedact, "audit-redact", nil, "with --audit-log: replace what this regular expression matches in commands with [REDACTED] (repeatable; '(?s).+' leaves commands out)")
+	cmd.Flags().StringVar(&f.session, "session", "", "over stdio: name this session's shell and keep it past dsh (a crash, a kill -9, stdin's end); a dsh started again with the same name, by the same user, takes it back with its directory, environment and jobs")
+	cmd.Flags().DurationVar(&f.keepShells, "keep-shells", backendplugin.DefaultKeep, "with --session (default 1h), or with --http (then shells are kept only with this flag): how long a kept shell waits for a dsh to take it back before it is ended with what it started; over HTTP a client that comes back with its Mcp-Session-Id and token gets its session and shell back")
 	cmd.Flags().StringArrayVar(&f.allowRoots, "allow-root", nil, "a directory a client's workspace may be in: a client that declares MCP roots works in its first root if that is in one of these (repeatable; otherwise --workdir)")
 	return cmd
 }
@@ -142,6 +153,9 @@ func (f *serveFlags) check(cmd *cobra.Command) (tokens *mcpfront.Tokens, tlsConf
 	}
 	if f.maxSessions < 0 {
 		return nil, nil, usageError{fmt.Errorf("--max-sessions %d: must not be negative", f.maxSessions)}
+	}
+	if err := checkSessionFlags(cmd, f.addr, f.session, f.keepShells); err != nil {
+		return nil, nil, err
 	}
 	if f.tokenFile != "" {
 		if tokens, err = readTokenFile(f.tokenFile); err != nil {
@@ -253,7 +267,8 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 	sigpipe := make(chan os.Signal, 1)
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
-	h, err = g.loadHost(ctx, wd)
+	scope := keepingScope(cmd, f.addr, f.session)
+	h, err = g.loadHost(ctx, wd, keepingOptions(scope, f.keepShells)...)
 	if err != nil {
 		return err
 	}
@@ -261,6 +276,9 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 		peers.logger = h.Logger()
 	}
 	opts := mcpfront.Options{Workdir: wd, Logger: h.Logger(), Version: versionString(), AllowedRoots: f.allowRoots, Audit: auditLog, NoFastPath: !f.fastPath}
+	if f.session != "" {
+		opts.OwnerID, opts.DetachOwners = sessionOwnerID(f.session), true
+	}
 	if m != nil {
 		opts.Calls = m
 	}
@@ -298,6 +316,11 @@ func (f *serveFlags) run(cmd *cobra.Command, g *globals) error {
 			ListenHost:   listenHost(ln.Addr()),
 			AllowedHosts: f.allowed,
 			MaxSessions:  f.maxSessions,
+		}
+		if scope != "" {
+			if opts.Sessions, err = openSessionStore(scope); err != nil {
+				return errors.Join(err, front.Close(ctx), h.Close(ctx))
+			}
 		}
 		err = serveHTTP(ctx, g, front, ln, httpServe{opts: opts, auth: auth, addr: f.addr, tokenPath: creds.frontPath, tls: tlsConfig}, side, h.Logger())
 	}

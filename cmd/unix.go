@@ -3,17 +3,14 @@
 package dshcmd
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/dshdev/dsh/internal/peercred"
 	"github.com/dshdev/dsh/internal/private"
 )
 
@@ -80,58 +77,13 @@ func (l *peerListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		cred, err := peerCred(c)
-		switch {
-		case err != nil:
-			l.logger.Warn("refused a connection whose peer is unknown", "err", err)
-		case int(cred.Uid) != l.uid:
-			l.logger.Warn("refused a connection from another user", "peer_uid", cred.Uid)
-		default:
-			same, err := sameUserNamespace(int(cred.Pid))
-			if same {
-				return c, nil
-			}
-			l.logger.Warn("refused a connection from another user namespace (a sandbox)", "peer_pid", cred.Pid, "err", err)
+		if err := peercred.Check(c, l.uid); err != nil {
+			l.logger.Warn("refused a connection", "err", err)
+			c.Close()
+			continue
 		}
-		c.Close()
+		return c, nil
 	}
-}
-
-// peerCred is the process at the other end of a unix socket connection,
-// as it was when it connected.
-func peerCred(c net.Conn) (*unix.Ucred, error) {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return nil, errors.New("not a socket")
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return nil, err
-	}
-	if credErr != nil {
-		return nil, credErr
-	}
-	return cred, nil
-}
-
-// sameUserNamespace reports whether process pid is in this process's user
-// namespace. A process that cannot be looked at (gone, or hidden) is not.
-func sameUserNamespace(pid int) (bool, error) {
-	var ours, theirs unix.Stat_t
-	if err := unix.Stat("/proc/self/ns/user", &ours); err != nil {
-		return false, err
-	}
-	if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/user", pid), &theirs); err != nil {
-		return false, err
-	}
-	return ours.Dev == theirs.Dev && ours.Ino == theirs.Ino, nil
 }
 
 // isUnixAddr reports whether an --http address names a unix socket, and

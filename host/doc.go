@@ -48,6 +48,14 @@
 // (dsh repl's Ctrl-C). AddDocComments gives packages outside dsh's module
 // the argument descriptions dsh's own get from doc comments.
 //
+// # Keeping
+//
+// A front can ask the plugins to keep what they can past the host's
+// process (WithKeeping: the terminals keep shells in keepers that outlive
+// dsh), and let an owner go rather than end it (Owner.Detach: its
+// cleanups see Detaching and hand a shell back to its keeper). An owner
+// of the same id, in this host or a later one, takes it back.
+//
 // # Errors
 //
 // Load errors are *DeploymentError values (file, line, entry, plugin) that

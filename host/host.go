@@ -13,9 +13,10 @@ import (
 
 // Host runs the plugins of a deployment and the owners that use them.
 type Host struct {
-	plan   *Plan
-	logger *slog.Logger
-	tools  *Tools
+	plan    *Plan
+	logger  *slog.Logger
+	tools   *Tools
+	keeping *Keeping // see WithKeeping
 
 	mu       sync.Mutex
 	services map[serviceRef]any
@@ -33,6 +34,7 @@ type options struct {
 	logger   *slog.Logger
 	registry *Registry
 	workdir  string
+	keeping  *Keeping
 }
 
 // WithWorkdir names the directory sessions start in by default (the
@@ -73,6 +75,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Host, error) {
 	}
 	h := &Host{
 		plan:     plan,
+		keeping:  o.keeping,
 		logger:   o.logger,
 		services: make(map[serviceRef]any),
 		owners:   make(map[string]*Owner),

@@ -25,6 +25,10 @@ type Owner struct {
 	closing  bool
 	closed   chan struct{} // closed when Close has finished
 	err      error
+	// detachHooks run first when the owner is let go (OnDetach);
+	// hooksDone is closed once they have, and is nil before a Detach.
+	detachHooks []func(context.Context) error
+	hooksDone   chan struct{}
 }
 
 // ID returns the owner's id, unique among the host's live owners.
@@ -70,6 +74,16 @@ func (o *Owner) Defer(cleanup func(ctx context.Context) error) (remove func(), e
 // wait for the same close and return its result.
 func (o *Owner) Close(ctx context.Context) error {
 	o.mu.Lock()
+	if hooks := o.hooksDone; hooks != nil && !o.closing {
+		// A Detach is letting go what is kept: its calls are not
+		// cancelled before that is done.
+		o.mu.Unlock()
+		select {
+		case <-hooks:
+		case <-ctx.Done():
+		}
+		o.mu.Lock()
+	}
 	if o.closing {
 		o.mu.Unlock()
 		select {

@@ -245,6 +245,13 @@ func (s *sessionUsers) forget(id string) {
 	delete(s.users, id)
 }
 
+// user is who opened session id ("" for an unknown one).
+func (s *sessionUsers) user(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.users[id].user
+}
+
 // known reports whether session id was recorded.
 func (s *sessionUsers) known(id string) bool {
 	s.mu.Lock()

@@ -56,6 +56,16 @@ type Options struct {
 	// workspace, instead of Workdir, if that root is one of these or
 	// below one (symlinks resolved). Empty: every owner works in Workdir.
 	AllowedRoots []string
+	// OwnerID, when set, is the id of every owner this front makes
+	// instead of a random one: the one owner of a named stdio session
+	// (dsh serve --session), whose shell a keeper keeps for a later dsh's
+	// owner of the same id. Only for a front that serves one session at a
+	// time.
+	OwnerID string
+	// DetachOwners lets the owner of a session that ends go (host.Owner.
+	// Detach) rather than close it: its shell stays with its keeper, for
+	// a later dsh (dsh serve --session).
+	DetachOwners bool
 }
 
 // CallObserver learns how each tool call went: the tool, the outcome
@@ -92,14 +102,23 @@ type Front struct {
 	httpCalls        httpCalls
 	httpServed       atomic.Int64 // calls the HTTP handler answered itself
 	workdir          string
-	logger           *slog.Logger
-	progress         time.Duration
-	calls            CallObserver
-	requests         requests
-	users            sessionUsers // over HTTP: who opened each session
-	sessions         sessionSlots // over HTTP: sessions being opened
-	roots            []string     // Options.AllowedRoots, resolved
-	audit            *audit.Log
+	ownerID          string // Options.OwnerID
+	detach           bool   // Options.DetachOwners
+	// store, over HTTP with kept shells, remembers the sessions for a
+	// later dsh (HTTPOptions.Sessions); reviving serializes reviving one
+	// with making new ones, so that only revive hands the SDK an id
+	// (nextSessionID).
+	store         *SessionStore
+	reviving      sync.RWMutex
+	nextSessionID atomic.Pointer[string]
+	logger        *slog.Logger
+	progress      time.Duration
+	calls         CallObserver
+	requests      requests
+	users         sessionUsers // over HTTP: who opened each session
+	sessions      sessionSlots // over HTTP: sessions being opened
+	roots         []string     // Options.AllowedRoots, resolved
+	audit         *audit.Log
 
 	mu      sync.Mutex
 	closing bool
@@ -140,6 +159,8 @@ func New(h *host.Host, opts Options) *Front {
 		owners:   make(map[*mcp.ServerSession]*host.Owner),
 		states:   make(map[*mcp.ServerSession]*sessionState),
 		audit:    opts.Audit,
+		ownerID:  opts.OwnerID,
+		detach:   opts.DetachOwners,
 	}
 	for _, dir := range opts.AllowedRoots {
 		if real, err := filepath.EvalSymlinks(dir); err == nil {
@@ -175,6 +196,7 @@ func New(h *host.Host, opts Options) *Front {
 		// Tools only: no logging capability (the SDK's default), no list
 		// changes (the tool set is fixed when New runs).
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		GetSessionID: f.sessionID,
 	})
 	// The raw AddTool takes our schema verbatim; the generic mcp.AddTool
 	// would infer one from a Go type. It panics on a schema whose type is
@@ -368,9 +390,27 @@ func (f *Front) ownerFor(ss *mcp.ServerSession, workdir func() string) (*host.Ow
 	// Random, never the session id: over HTTP that id is the session's only
 	// credential, and the owner id reaches the shell's environment
 	// (DSH_SESSION_ID) and the logs.
-	o, err := f.host.NewOwner(host.NewOwnerID("mcp"), dir)
+	id := f.ownerID
+	var stored storedSession
+	var revived bool
+	if f.store != nil {
+		// A session from before dsh restarted gets its owner back, whose
+		// kept shell is then taken back, in its workspace.
+		if stored, revived = f.store.get(ss.ID()); revived {
+			id, dir = stored.Owner, stored.Workdir
+		}
+	}
+	if id == "" {
+		id = host.NewOwnerID("mcp")
+	}
+	o, err := f.host.NewOwner(id, dir)
 	if err != nil {
 		return nil, fmt.Errorf("mcpfront: new owner: %w", err)
+	}
+	if f.store != nil && !revived {
+		if err := f.store.put(ss.ID(), storedSession{User: f.users.user(ss.ID()), Owner: id, Workdir: o.Workdir()}); err != nil {
+			f.logger.Warn("a session's shell will not be found after a restart", "owner", id, "error", err)
+		}
 	}
 	f.owners[ss] = o
 	f.logger.Debug("owner created", "owner", o.ID(), "workdir", o.Workdir())
@@ -393,7 +433,21 @@ func (f *Front) closeOwner(ctx context.Context, ss *mcp.ServerSession) error {
 	if o == nil {
 		return nil
 	}
-	err := o.Close(ctx)
+	f.mu.Lock()
+	closing := f.closing
+	f.mu.Unlock()
+	end := o.Close
+	switch {
+	case f.detach, f.store != nil && closing:
+		// dsh stops with the shells kept: they wait for the next dsh.
+		end = o.Detach
+	case f.store != nil:
+		// The session ends (DELETE, idle): so does its shell, for good.
+		if err := f.store.remove(ss.ID()); err != nil {
+			f.logger.Warn("forgetting an ended session failed", "owner", o.ID(), "error", err)
+		}
+	}
+	err := end(ctx)
 	if err != nil {
 		f.logger.Warn("closing owner failed", "owner", o.ID(), "error", err)
 	}
@@ -418,7 +472,14 @@ func (f *Front) Serve(ctx context.Context, t mcp.Transport) error {
 	if st != nil && f.fastEncoder != nil && !st.sdkOnly {
 		st.ready = make(chan struct{})
 	}
-	ss, err := f.server.Connect(ctx, t, nil)
+	cctx := ctx
+	if f.detach {
+		// The calls must not end with ctx before the owner is let go:
+		// its kept shell takes a running command to its keeper first
+		// (see the AfterFunc below, and host.Owner.Detach).
+		cctx = context.WithoutCancel(ctx)
+	}
+	ss, err := f.server.Connect(cctx, t, nil)
 	var conn *lineConn
 	if st != nil && st.ready != nil {
 		if conn = st.conn.Load(); conn != nil && err == nil {

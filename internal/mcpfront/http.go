@@ -48,6 +48,13 @@ type HTTPOptions struct {
 	// MaxSessions bounds the open sessions: a client that would open one
 	// more is answered 503 with a message saying so. Zero means no bound.
 	MaxSessions int
+	// Sessions, when set, keeps the sessions whose owners' shells are
+	// kept past dsh (dsh serve --http --keep-shells): a dsh started again
+	// honours their ids, for the token identity that opened each, and its
+	// owner takes the same shell back. Owners are then let go, not
+	// closed, when dsh stops; a session that ends (DELETE, the idle
+	// timeout) ends its shell as without it.
+	Sessions *SessionStore
 	// BodyTimeout bounds how long a request's body may take to arrive,
 	// from the end of its headers. Zero selects DefaultBodyTimeout.
 	BodyTimeout time.Duration
@@ -77,9 +84,27 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 	f.mu.Lock()
 	f.orphans = append(f.orphans, orphans)
 	f.idles = append(f.idles, idle)
+	if opts.Sessions != nil {
+		f.store = opts.Sessions
+	}
 	f.mu.Unlock()
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(sessionIDHeader)
+		if opts.Sessions != nil && id != "" && !f.users.known(id) {
+			if rec, ok := opts.Sessions.get(id); ok {
+				// A session from before dsh restarted: only the token
+				// identity that opened it may take it back.
+				if rec.User != requestUser(r) {
+					http.Error(w, "forbidden: the session belongs to another token", http.StatusForbidden)
+					return
+				}
+				if err := f.revive(sdk, r, id, rec.User, idle); err != nil {
+					f.logger.Warn("reviving a session from before the restart failed", "error", err)
+					http.Error(w, "session not found", http.StatusNotFound)
+					return
+				}
+			}
+		}
 		// Every check comes before any effect: the SDK checks the user
 		// itself, but only after the DELETE below has closed the owner.
 		if !f.users.allows(id, requestUser(r)) {
@@ -105,6 +130,9 @@ func (f *Front) Handler(opts HTTPOptions) http.Handler {
 				http.Error(w, "an initialize request must come on its own, not in a JSON-RPC batch", http.StatusBadRequest)
 				return
 			}
+			// No session is made while one is revived (see revive).
+			f.reviving.RLock()
+			defer f.reviving.RUnlock()
 			release, ok := f.sessions.reserve(opts.MaxSessions, f.sessionCount)
 			if !ok {
 				http.Error(w, fmt.Sprintf("dsh has %d sessions open, its limit (--max-sessions); close one or raise the limit", opts.MaxSessions), http.StatusServiceUnavailable)

@@ -3,11 +3,13 @@
 package proc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -229,4 +231,30 @@ func pollReadable(fd int) bool {
 		}
 		return err == nil && n > 0 && fds[0].Revents&(unix.POLLIN|unix.POLLHUP|unix.POLLERR) != 0
 	}
+}
+
+// Wait returns once the process has exited (at once when it has, or when
+// the pid now names another process), or when ctx ends. It waits on a
+// pidfd in the runtime's poller: no thread and no polling. Without pidfd
+// (Linux < 5.3) it cannot wait, and says so.
+func (id Identity) Wait(ctx context.Context) error {
+	h, err := openHandle(id)
+	if err != nil || h == nil {
+		return err
+	}
+	defer h.close()
+	if h.file == nil {
+		return errors.New("proc: no pidfd to wait on")
+	}
+	stop := context.AfterFunc(ctx, func() { _ = h.file.SetReadDeadline(time.Now()) })
+	defer stop()
+	rc, err := h.file.SyscallConn()
+	if err != nil {
+		return err
+	}
+	err = rc.Read(func(fd uintptr) bool { return pollReadable(int(fd)) })
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return err
 }

@@ -131,7 +131,8 @@ func takePassEnv(cfg map[string]any) ([]string, error) {
 
 // applyExternal starts the executable and registers the backend it
 // serves. The client is the entry's instance: the host stops the process
-// once AddBackend has unregistered it.
+// once AddBackend has unregistered it. An executable's sessions are not
+// kept past dsh yet: its keeper would need the filtered environment above.
 func applyExternal(pctx *host.Context, path string, cfg map[string]any) (any, error) {
 	pass, err := takePassEnv(cfg)
 	if err != nil {

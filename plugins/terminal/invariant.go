@@ -57,7 +57,9 @@ func (s *Service) checkIDs(w *watch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, r := range s.sessions {
-		if old, ok := w.seen[id]; ok && old != r {
+		// A session an owner took back from its keeper (Adopt) is the same
+		// shell under the same id, for the same owner key.
+		if old, ok := w.seen[id]; ok && old != r && !(r.adopted && old.state.owner.ID() == r.state.owner.ID()) {
 			return fmt.Errorf("session id %s was published twice, for two sessions", id)
 		}
 		w.seen[id] = r

@@ -14,7 +14,8 @@ func init() {
 		Name:     PluginName,
 		Summary:  "Owner-fenced terminal sessions over registered backends (the terminals service)",
 		Provides: []host.Key{ServiceKey},
-		Apply:    apply,
+		Config:   func() any { return DefaultConfig() },
+		Apply:    host.Typed(apply),
 	})
 }
 
@@ -22,7 +23,8 @@ func init() {
 // the host closes it, awaited, when the plugin unloads (every session
 // still open is closed with reason "PTY service disposed"), checks it
 // (Invariants) and measures it (Collect).
-func apply(pctx *host.Context, _ any) (any, error) {
+func apply(pctx *host.Context, cfg *Config) (any, error) {
 	svc := NewService()
+	svc.durable = cfg.Durable
 	return svc, pctx.Provide(ServiceKey, svc)
 }

@@ -19,7 +19,9 @@ func loadWithStubBackend(t *testing.T, b *stubBackend) (*host.Host, *terminal.Se
 	if !ok {
 		t.Fatalf("plugin %q is not registered", terminal.PluginName)
 	}
-	if !slices.Equal(plugin.Provides, []host.Key{"terminals"}) || plugin.Config != nil || plugin.Summary == "" {
+	// Its config has one setting, durable (on): a deployment may turn off
+	// keeping shells past dsh.
+	if !slices.Equal(plugin.Provides, []host.Key{"terminals"}) || plugin.Config == nil || !plugin.Config().(*terminal.Config).Durable || plugin.Summary == "" {
 		t.Fatalf("plugin registration = %+v", plugin)
 	}
 	var svc *terminal.Service

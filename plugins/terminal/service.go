@@ -33,6 +33,12 @@ type Service struct {
 	done     chan struct{} // closed when Close starts: aborts pending spawns
 	closed   chan struct{} // closed when Close has finished
 	closeErr error
+	// durable: backends keep their sessions in keepers when the host asks
+	// for it (Config.Durable; see KeeperFor).
+	durable bool
+	// pool holds the sessions keepers keep for owners that have not come
+	// back yet (Adopt, Reattach).
+	pool keptPool
 }
 
 type backendEntry struct {
@@ -76,6 +82,10 @@ type record struct {
 	pid           int
 	motd          string
 	caps          termapi.Capabilities // what the session can do, and runs under
+
+	// adopted: a keeper kept the session, and this service took it back
+	// (Adopt): its id was published before, by this dsh or another.
+	adopted bool
 
 	// Guarded by Service.mu.
 	send    *liveSend // the send holding the service's slot, if any
@@ -222,6 +232,9 @@ func (s *Service) ownerLocked(owner *host.Owner) (*ownerState, error) {
 		return nil, errOwnerNotLive(owner)
 	}
 	st.removeHook = remove
+	// Let go, the owner's kept sessions go to their keepers first, while
+	// its calls still run (see host.Owner.Detach).
+	owner.OnDetach(func(ctx context.Context) error { return s.detachKept(ctx, st) })
 	s.owners[owner] = st
 	return st, nil
 }
@@ -263,7 +276,14 @@ func (s *Service) disposeOwner(ctx context.Context, st *ownerState) error {
 	s.mu.Lock()
 	records := slices.Clone(st.sessions)
 	s.mu.Unlock()
-	closeErr := s.closeRecords(ctx, records, reasonOwnerDisposed)
+	var closeErr error
+	if host.Detaching(ctx) {
+		// The owner is let go, not ended: its kept sessions go back to
+		// their keepers, for an owner of the same id to take back.
+		closeErr = s.detachRecords(ctx, records, reasonOwnerDisposed)
+	} else {
+		closeErr = s.closeRecords(ctx, records, reasonOwnerDisposed)
+	}
 
 	s.mu.Lock()
 	retained := st.retained
@@ -311,7 +331,7 @@ func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	records := slices.Collect(maps.Values(s.sessions))
 	s.mu.Unlock()
-	closeErr := s.closeRecords(ctx, records, reasonServiceDisposed)
+	closeErr := errors.Join(s.closeRecords(ctx, records, reasonServiceDisposed), s.closePool(ctx))
 
 	s.mu.Lock()
 	var retained []error

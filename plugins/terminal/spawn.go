@@ -40,6 +40,9 @@ type SessionInfo struct {
 	// Capabilities are what the session can do, and the sandbox and
 	// limits it runs under.
 	Capabilities termapi.Capabilities
+	// Kept is what the session's keeper says happened while no one held
+	// it, for a session Adopt took back; nil otherwise.
+	Kept *termapi.Kept
 }
 
 // Spawn starts a session of req.Type for owner and publishes it. The order

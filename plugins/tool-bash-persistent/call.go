@@ -27,10 +27,15 @@ const (
 	// silenceNotice replaces interactiveNotice where the backend cannot
 	// prove a wait for input (Capabilities.InputProof) and the command
 	// was only silent.
-	silenceNotice     = "[Nothing was printed for %s s and this shell's backend cannot see whether a program waits for input, so the command was taken to be waiting and interrupted. Pass input non-interactively, or run a long, quiet command in the background.]"
-	strayHeader       = "[output from background jobs since the previous call]"
-	abandonedShell    = "[The shell had exited before this command: %s. The command ran in a new shell.]"
-	unusableShell     = "[The shell was not at its prompt (a program had taken its terminal), so it was replaced. The command ran in a new shell.]"
+	silenceNotice  = "[Nothing was printed for %s s and this shell's backend cannot see whether a program waits for input, so the command was taken to be waiting and interrupted. Pass input non-interactively, or run a long, quiet command in the background.]"
+	strayHeader    = "[output from background jobs since the previous call]"
+	abandonedShell = "[The shell had exited before this command: %s. The command ran in a new shell.]"
+	unusableShell  = "[The shell was not at its prompt (a program had taken its terminal), so it was replaced. The command ran in a new shell.]"
+	// keptShell starts the first result after dsh restarted and took the
+	// owner's shell back from its keeper; lostShell says the keeper had
+	// ended too, before the reset notice.
+	keptShell         = "[dsh restarted; this shell was kept, with its directory, environment and jobs. While dsh was away: %s.]"
+	lostShell         = "[dsh restarted, and this shell could not be kept: its keeper had ended too. The command was not run.]"
 	continuedShell    = "[The shell had been stopped (SIGSTOP); it was continued.]"
 	droppedBackground = "[Older output of background jobs was dropped; what follows is the newest.]"
 	startedLine       = "[The command was started in the background as job %%%[1]d and keeps running. Its output appears in later results; `wait %%%[1]d` waits for it and gives its status, `kill %%%[1]d` stops it.]"
@@ -157,9 +162,14 @@ func (p *plugin) call(ctx context.Context, owner *host.Owner, args Args) (string
 	defer cancelDeadline()
 	r.ctx = dctx
 	var text string
-	if resumed {
+	switch {
+	case resumed:
 		text, err = r.resumeParked(parked)
-	} else {
+	case r.lost:
+		text = joinNonEmpty(lostShell, resetNotice)
+	case r.kept != nil:
+		text, err = r.takeBack(command)
+	default:
 		text, err = r.execute(command)
 	}
 	r.delivered = err == nil
@@ -221,6 +231,10 @@ type run struct {
 	// held, when set, takes the output instead of out, keeping its last
 	// lines back (see heldTail).
 	held *heldTail
+	// kept is what the keeper of the shell this call took back says
+	// happened while no dsh held it; lost, that its keeper had ended.
+	kept *termapi.Kept
+	lost bool
 	// hits are the limits the shell's processes ran into during the call.
 	hits termapi.Limits
 	// lastOut is when the command last printed, or began.
@@ -386,6 +400,12 @@ func (r *run) ensureShell() error {
 		}
 		r.reset(reasonExited)
 	}
+	if r.p.keeping && !r.st.adopted && r.st.shellID == "" {
+		adopted, err := r.adopt()
+		if adopted || err != nil {
+			return err
+		}
+	}
 	info, err := r.terms().Spawn(r.ctx, r.owner(), terminal.SpawnRequest{Type: r.p.cfg.BackendType, Cwd: r.owner().Workdir()})
 	if err != nil {
 		return fmt.Errorf("bash: %w", err)
@@ -394,6 +414,98 @@ func (r *run) ensureShell() error {
 	r.st.proven = info.Capabilities.InputProof
 	r.st.copyFiles = info.Capabilities.Files && !info.Capabilities.HostFiles
 	return nil
+}
+
+// adopt takes back the shell a keeper kept for the owner's id, once per
+// owner: the agent's dsh was restarted (or its client came back). It
+// reports whether there was one. A shell whose keeper had ended too is
+// closed, and the call says so with the reset notice.
+func (r *run) adopt() (bool, error) {
+	info, err := r.terms().Adopt(r.ctx, r.owner(), terminal.AdoptRequest{Type: r.p.cfg.BackendType})
+	switch {
+	case errors.Is(err, termapi.ErrNoSession):
+		r.st.adopted = true
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("bash: take back the shell dsh kept: %w", err)
+	}
+	r.st.adopted = true
+	r.setShell(info.ID)
+	r.st.proven = info.Capabilities.InputProof
+	r.st.copyFiles = info.Capabilities.Files && !info.Capabilities.HostFiles
+	if info.Kept != nil && info.Kept.Lost {
+		r.lost = true
+		r.reset(reasonExited)
+		return true, nil
+	}
+	r.kept = info.Kept
+	if r.kept == nil {
+		r.kept = &termapi.Kept{}
+	}
+	return true, nil
+}
+
+// takeBack runs the first call on a shell taken back from its keeper: the
+// command that was running when dsh stopped ends first (its output and
+// status lead the result), then this call's command runs; the result
+// starts with the keptShell line.
+func (r *run) takeBack(command string) (string, error) {
+	k := r.kept
+	r.kept = nil
+	var meanwhile []string
+	if k.Unit != nil {
+		unit, done, err := r.resume()
+		if !done {
+			return joinNonEmpty(fmt.Sprintf(keptShell, "the command that was running had not finished; its output so far follows"), unit), err
+		}
+		ended := "the command that was running ended"
+		if r.exit >= 0 {
+			ended = fmt.Sprintf("the command that was running finished with exit code %d", r.exit)
+		}
+		if unit != "" {
+			ended += "; its output comes first below"
+		}
+		meanwhile = append(meanwhile, ended)
+		r.prefix = append(r.prefix, unit)
+	}
+	if k.Output > 0 {
+		arrived := fmt.Sprintf("%s of output arrived (%s)", count(k.Output, "byte"), count(k.Lines, "line"))
+		if k.Dropped > 0 {
+			arrived += fmt.Sprintf(", %d of them dropped past the keeper's bound", k.Dropped)
+		}
+		meanwhile = append(meanwhile, arrived)
+	}
+	if len(meanwhile) == 0 {
+		meanwhile = append(meanwhile, "nothing ran and nothing was printed")
+	}
+	r.prefix = append([]string{fmt.Sprintf(keptShell, strings.Join(meanwhile, "; "))}, r.prefix...)
+	return r.execute(command)
+}
+
+// resume waits for the command the shell's last dsh lost to end, and
+// renders it as a call's result would be. done is false when it did not
+// end within this call (its result is then the whole answer: a timeout,
+// the shell's death, an error).
+func (r *run) resume() (string, bool, error) {
+	prefix := r.prefix
+	r.prefix = nil
+	defer func() { r.prefix = prefix }()
+	r.openSinks()
+	defer r.closeSinks()
+	r.exit, r.notices, r.pending = -1, "", ""
+	send, err := r.terms().Resume(r.parent, r.owner(), r.st.shellID, termapi.SendRequest{Stream: true, Timeout: r.remaining(0)})
+	switch {
+	case errors.Is(err, termapi.ErrNoUnit):
+		return "", true, nil
+	case err != nil:
+		out, err := r.sendFailed(err)
+		return out, false, err
+	}
+	r.live = send
+	r.retried = true // the lost command is never run again
+	defer func() { r.retried = false }()
+	out, err := r.follow("", send)
+	return out, err == nil && !r.timedOut && r.st.shellID != "", err
 }
 
 // setShell records the owner's shell, also where the invariants look
@@ -739,6 +851,14 @@ func exitMarker(s termapi.Status) string {
 		return fmt.Sprintf("[shell exited: code %d]", s.ExitCode)
 	}
 	return "[shell exited]"
+}
+
+// count is n things, in the singular for one.
+func count(n int64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 func joinNonEmpty(parts ...string) string {

@@ -69,6 +69,9 @@ type plugin struct {
 	// instances lists the host's plugin instances: where the terminal
 	// tools that take handed-over commands are found.
 	instances func() []host.Instance
+	// keeping: the host keeps shells past dsh (host.WithKeeping), so an
+	// owner's first call takes back the shell a keeper kept for its id.
+	keeping bool
 }
 
 // ownerState is what the tool keeps per owner. Fields after queue are used
@@ -89,6 +92,9 @@ type ownerState struct {
 	// copies are the saved outputs copied where the shell runs, by name,
 	// with the shell they were copied for; used by the owner's calls only.
 	copies map[string]string
+	// adopted: the owner asked the terminals service for a kept shell
+	// already (plugin.keeping); only its first shell can be one.
+	adopted bool
 	// listed is shellID for the invariants, and retired the shells the
 	// owner had before; both guarded by plugin.mu.
 	listed  string
@@ -143,6 +149,7 @@ func apply(pctx *host.Context, cfg *Config) (any, error) {
 		saved:    savedAccount{limit: cfg.MaxSavedBytesTotal, ownerLimit: cfg.MaxSavedBytesPerOwner},
 	}
 	p.instances = pctx.Instances
+	_, p.keeping = pctx.Keeping()
 	tool, err := host.NewTool(ToolName, cfg.Description, p.call)
 	if err != nil {
 		return p, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -170,4 +171,27 @@ func Nonce() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
 	return hex.EncodeToString(b[:])
+}
+
+// Detach answers that no keeper holds the session: a session of an engine
+// is its caller's. A keeper (package backendplugin) keeps sessions around
+// their engine.
+func (c *Core) Detach(context.Context) error {
+	return c.Errorf("no keeper holds the session: %w", errors.ErrUnsupported)
+}
+
+// Resume answers that no keeper holds the session (see Detach).
+func (c *Core) Resume(context.Context, termapi.SendRequest) (termapi.Send, error) {
+	return nil, c.Errorf("no keeper holds the session: %w", errors.ErrUnsupported)
+}
+
+// TakeBackground takes the complete lines no send has claimed (what
+// background jobs printed between sends), and whether older ones were
+// dropped past the bound: a keeper moves them to its journal while no
+// caller holds the session, so that they are not bounded by the
+// session's memory. The line still being written stays, for the next send.
+func (c *Core) TakeBackground() (text string, dropped bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Scr.Unclaimed.Take(), c.Scr.Unclaimed.TakeDropped()
 }

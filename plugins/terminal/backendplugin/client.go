@@ -101,13 +101,20 @@ func (o *Options) fill() {
 // answering (a health check every HealthInterval, and after any call that
 // timed out), it is killed, its sessions exit, and the next Spawn starts a
 // fresh process with the same config. Every call is bounded. Close stops
-// it, within its context's deadline whatever the plugin does.
+// it, within its context's deadline whatever the plugin does. A Client of
+// a keeper (OpenKeeper) is the same over the keeper's socket, except that
+// Close only leaves: the keeper lives on.
 type Client struct {
 	path   string
 	config json.RawMessage
 	log    *slog.Logger
 	opts   Options
 	typ    string
+	// start runs the plugin (or finds or starts the keeper) and
+	// configures it.
+	start func(ctx context.Context) (*process, string, error)
+	// keeper is set for a keeper's client.
+	keeper *keeperClient
 
 	mu     sync.Mutex
 	proc   *process
@@ -116,11 +123,17 @@ type Client struct {
 	watches sync.WaitGroup
 }
 
-// process is one run of the plugin executable.
+// process is one run of the plugin executable, or one connection to a
+// keeper.
 type process struct {
-	client  *plugin.Client
-	rpc     backendpb.BackendClient
-	health  grpc_health_v1.HealthClient
+	rpc backendpb.BackendClient
+	// gone reports that the process has exited (for a keeper: that the
+	// connection has ended).
+	gone func() bool
+	// end kills the plugin; for a keeper it closes the connection, and
+	// the keeper lives on.
+	end     func()
+	health  grpc_health_v1.HealthClient // nil for a keeper: nothing to kill
 	pid     int
 	proc    *os.Process // with its pidfd
 	opts    *Options
@@ -134,7 +147,7 @@ type process struct {
 }
 
 // exited reports whether the process is gone or out of reach.
-func (p *process) exited() bool { return p.lost.Load() || p.client.Exited() }
+func (p *process) exited() bool { return p.lost.Load() || p.gone() }
 
 // lose marks the process as out of reach and kills it, so that it is
 // surely gone; the next spawn starts another.
@@ -142,7 +155,7 @@ func (p *process) lose() {
 	if !p.lost.Swap(true) {
 		p.done()
 		p.killHard()
-		go p.client.Kill()
+		go p.end()
 	}
 }
 
@@ -199,7 +212,7 @@ const unresponsive = "the backend plugin stopped answering and was killed"
 // probe checks the process, and abandons it when it does not answer. It
 // returns whether it did.
 func (p *process) probe() bool {
-	if p.exited() {
+	if p.health == nil || p.exited() {
 		return false
 	}
 	err := p.check(p.opts.HealthTimeout)
@@ -226,7 +239,7 @@ func (p *process) suspect() {
 // watch checks the process every HealthInterval until the host is done
 // with it.
 func (p *process) watch() {
-	if p.opts.HealthInterval < 0 {
+	if p.opts.HealthInterval < 0 || p.health == nil {
 		<-p.quit
 		return
 	}
@@ -278,6 +291,7 @@ func Open(ctx context.Context, path string, config json.RawMessage, opts Options
 	}
 	opts.fill()
 	c := &Client{path: path, config: config, log: opts.Logger, opts: opts}
+	c.start = c.startPlugin
 	p, typ, err := c.start(ctx)
 	if err != nil {
 		return nil, err
@@ -286,8 +300,8 @@ func Open(ctx context.Context, path string, config json.RawMessage, opts Options
 	return c, nil
 }
 
-// start runs the executable and configures it.
-func (c *Client) start(ctx context.Context) (*process, string, error) {
+// startPlugin runs the executable and configures it.
+func (c *Client) startPlugin(ctx context.Context) (*process, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	stderr := &tailBuffer{max: stderrTail}
@@ -339,8 +353,9 @@ func (c *Client) start(ctx context.Context) (*process, string, error) {
 		return fail(fmt.Errorf("configure %s: the plugin declared no backend type", c.path))
 	}
 	p := &process{
-		client: pc,
 		rpc:    rpc,
+		gone:   pc.Exited,
+		end:    pc.Kill,
 		health: grpc_health_v1.NewHealthClient(grpcConn.Conn),
 		pid:    cmd.Process.Pid,
 		proc:   cmd.Process,
@@ -416,14 +431,14 @@ func (c *Client) live(ctx context.Context) (*process, error) {
 	}
 	c.log.Warn("backend plugin exited; starting it again", "path", c.path)
 	c.proc.lose()
-	c.proc.client.Kill()
+	c.proc.end()
 	p, typ, err := c.start(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if typ != c.typ {
 		p.done()
-		p.client.Kill()
+		p.end()
 		return nil, fmt.Errorf("backendplugin: %s now declares type %q, not %q", c.path, typ, c.typ)
 	}
 	c.proc = p
@@ -490,20 +505,16 @@ func (c *Client) List(ctx context.Context) ([]termapi.Info, error) {
 	}
 	infos := make([]termapi.Info, len(resp.GetSessions()))
 	for i, in := range resp.GetSessions() {
-		infos[i] = termapi.Info{
-			ID:           in.GetSessionId(),
-			OwnerID:      in.GetOwnerId(),
-			Name:         in.GetName(),
-			PID:          int(in.GetPid()),
-			Status:       statusFromPB(in.GetStatus()),
-			Capabilities: capsFromPB(in.GetCapabilities()),
-		}
+		infos[i] = infoFromPB(in)
 	}
-	return infos, nil
+	return append(infos, c.lostInfos()...), nil
 }
 
 // Attach takes over a session the plugin holds.
 func (c *Client) Attach(ctx context.Context, id string) (termapi.Session, error) {
+	if s := c.attachLost(id); s != nil {
+		return s, nil
+	}
 	p, err := c.live(ctx)
 	if err != nil {
 		return nil, err
@@ -532,7 +543,7 @@ func (c *Client) Close(ctx context.Context) error {
 	c.mu.Unlock()
 	defer c.watches.Wait()
 	p.done()
-	if !p.exited() {
+	if !p.exited() && p.health != nil {
 		if err := p.check(min(p.opts.HealthTimeout, closeCheck, time.Until(deadline(ctx)))); err != nil && !p.exited() {
 			// Asking it to shut down would wait for it as long as it
 			// lives.
@@ -543,7 +554,7 @@ func (c *Client) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		p.client.Kill()
+		p.end()
 	}()
 	select {
 	case <-done:

@@ -24,3 +24,21 @@ func TestConformance(t *testing.T) {
 		CatCommand:      func(path string) string { return "cat -- '" + path + "'" },
 	})
 }
+
+// TestKeeperConformance runs the kit against the shell backend in a
+// keeper: a kept session behaves as any other while its host holds it.
+func TestKeeperConformance(t *testing.T) {
+	terminaltest.CheckGoroutines(t)
+	terminaltest.TestBackend(t, func(t *testing.T) termapi.Backend {
+		opts := keeperOptions(t, keeperDir(t))
+		opts.Config = []byte(`{"idleSilenceMs": 600000, "disposeGraceMs": 500}`)
+		return openKeeper(t, opts)
+	}, terminaltest.Options{
+		EchoCommand:     func(text string) string { return "printf '%s\\n' " + strconv.Quote(text) },
+		ReadCommand:     "read line",
+		ProvesStdinWait: true,
+		ExitCommand:     "exit 3",
+		StatusCommand:   func(code int) string { return "(exit " + strconv.Itoa(code) + ")" },
+		SizeCommand:     "stty size",
+	})
+}

@@ -1,6 +1,8 @@
 package backendplugin
 
 import (
+	"time"
+
 	"github.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpb"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
@@ -102,6 +104,7 @@ func capsToPB(c termapi.Capabilities) *backendpb.Capabilities {
 		EndCommand: c.EndCommand,
 		Files:      c.Files,
 		HostFiles:  c.HostFiles,
+		Keep:       c.Keep,
 	}
 }
 
@@ -117,9 +120,68 @@ func capsFromPB(c *backendpb.Capabilities) termapi.Capabilities {
 		EndCommand: c.GetEndCommand(),
 		Files:      c.GetFiles(),
 		HostFiles:  c.GetHostFiles(),
+		Keep:       c.GetKeep(),
 	}
 }
 
 func spawnResponse(s termapi.Session) *backendpb.SpawnResponse {
 	return &backendpb.SpawnResponse{Motd: []byte(s.Motd()), Pid: int64(s.PID()), Capabilities: capsToPB(s.Capabilities())}
+}
+
+func keptToPB(k *termapi.Kept) *backendpb.Kept {
+	if k == nil {
+		return nil
+	}
+	out := &backendpb.Kept{Held: k.Held, Lost: k.Lost, Output: k.Output, Lines: k.Lines, Dropped: k.Dropped}
+	if !k.Since.IsZero() {
+		out.SinceUnixNs = k.Since.UnixNano()
+	}
+	if u := k.Unit; u != nil {
+		out.Unit = &backendpb.Unit{Command: []byte(u.Command), Ended: u.Ended}
+		if u.Ended {
+			out.Unit.Result = resultToPB(u.Result)
+		}
+	}
+	return out
+}
+
+func keptFromPB(k *backendpb.Kept) *termapi.Kept {
+	if k == nil {
+		return nil
+	}
+	out := &termapi.Kept{Held: k.GetHeld(), Lost: k.GetLost(), Output: k.GetOutput(), Lines: k.GetLines(), Dropped: k.GetDropped()}
+	if ns := k.GetSinceUnixNs(); ns != 0 {
+		out.Since = time.Unix(0, ns)
+	}
+	if u := k.GetUnit(); u != nil {
+		out.Unit = &termapi.Unit{Command: string(u.GetCommand()), Ended: u.GetEnded()}
+		if r := u.GetResult(); r != nil {
+			out.Unit.Result = resultFromPB(r)
+		}
+	}
+	return out
+}
+
+func infoToPB(in termapi.Info) *backendpb.SessionInfo {
+	return &backendpb.SessionInfo{
+		SessionId:    in.ID,
+		OwnerId:      in.OwnerID,
+		Name:         in.Name,
+		Pid:          int64(in.PID),
+		Status:       statusToPB(in.Status),
+		Capabilities: capsToPB(in.Capabilities),
+		Kept:         keptToPB(in.Kept),
+	}
+}
+
+func infoFromPB(in *backendpb.SessionInfo) termapi.Info {
+	return termapi.Info{
+		ID:           in.GetSessionId(),
+		OwnerID:      in.GetOwnerId(),
+		Name:         in.GetName(),
+		PID:          int(in.GetPid()),
+		Status:       statusFromPB(in.GetStatus()),
+		Capabilities: capsFromPB(in.GetCapabilities()),
+		Kept:         keptFromPB(in.GetKept()),
+	}
 }

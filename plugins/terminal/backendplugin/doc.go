@@ -62,6 +62,38 @@
 // has; a plugin whose host was killed outright sees its parent exit (on a
 // pidfd, without polling), closes its sessions and exits.
 //
+// # Keepers
+//
+// A backend can also be served as a keeper (OpenKeeper), which is how dsh
+// keeps durable shells: the same executable (or dsh's own binary, for a
+// builtin backend such as the shell, RegisterBuiltin and KeeperMain),
+// started in a session and process group of its own, so that it outlives
+// dsh, a crash, a kill -9 or an upgrade. It is nobody's child: a launcher
+// starts it and exits. Go-plugin's reattachment does not work with its
+// automatic mutual TLS, so a keeper serves the same protocol on a unix
+// socket in a private directory instead, and admits only this user's
+// processes in this user namespace (SO_PEERCRED); an address file beside
+// the socket (pid, start time, socket) is how the next dsh finds it, as
+// containerd finds its shims. A lock file keeps two dsh processes from
+// starting one keeper twice.
+//
+// A keeper tracks its hosts by their connections. A host that goes away,
+// or lets a session go (Session.Detach), leaves its sessions to the
+// keeper, which keeps each for a bounded time (KeeperOptions.Keep, reset
+// each time a host takes it back), then ends it; a keeper with no session
+// and no host exits and removes its files. Meanwhile it reads on what the
+// lost host did not: the send in flight, into the journal of its unit of
+// work (see keeper_send.go), further sends while the unit's command runs,
+// and, between units, what background jobs print, into a second journal.
+// Journals are files of the keeper's (0600, in its private directory),
+// each bounded by DefaultKeptOutput: past it, the first and the newest
+// halves stay and the middle is counted, and a reader is told how much it
+// misses. The next host lists the sessions (termapi.Kept says what
+// happened meanwhile), attaches, resumes the lost unit (its output from
+// the start, then its end, exactly once) and gets the background output
+// with its next command. A keeper that died leaves the records of its
+// sessions, which the next OpenKeeper lists as lost.
+//
 // Cost, measured with the benchmarks of this package on the shell backend:
 // the median Exec of `true` takes about 0.14 ms more than in process, and
 // `seq 1 100000` streams at the same rate (within the noise).

@@ -29,6 +29,8 @@ var sentinels = map[string]error{
 	"limits_unsupported":  termapi.ErrLimitsUnsupported,
 	"invalid_sandbox":     termapi.ErrInvalidSandboxMode,
 	"bad_file_name":       termapi.ErrBadFileName,
+	"no_unit":             termapi.ErrNoUnit,
+	"unresumed":           termapi.ErrUnresumed,
 }
 
 // ErrNotConfigured is the answer of a plugin asked to spawn before the

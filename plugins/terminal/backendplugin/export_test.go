@@ -13,7 +13,7 @@ func ServeVersion(version uint, nb NewBackend) {
 func ProcessID(c *Client) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.proc.client.ReattachConfig().Pid
+	return c.proc.pid
 }
 
 // ResultRoundTrip sends r through the protocol's conversion both ways.

@@ -20,6 +20,8 @@ import (
 const pluginMode = "DSH_TEST_PLUGIN_MODE"
 
 func TestMain(m *testing.M) {
+	backendplugin.RegisterBuiltin(keeperBuiltin, newBashBackend)
+	backendplugin.KeeperMain()
 	switch os.Getenv(pluginMode) {
 	case "":
 		goleak.VerifyTestMain(m)
@@ -38,6 +40,8 @@ func TestMain(m *testing.M) {
 		// Exits at once without a word, as a program that is no plugin.
 	case "host":
 		os.Exit(runHost())
+	case "keeperhost":
+		os.Exit(runKeeperHost())
 	default:
 		fmt.Fprintf(os.Stderr, "unknown %s %q\n", pluginMode, os.Getenv(pluginMode))
 		os.Exit(2)

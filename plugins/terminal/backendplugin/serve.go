@@ -22,10 +22,17 @@ import (
 //
 // Every session still open when the host stops the plugin, or when the
 // host itself goes away without a word, is closed before Serve returns:
-// a backend's processes never outlive the host for long. The process is
+// a backend's processes never outlive the host for long. Started as a
+// keeper (OpenKeeper), the executable serves the same backend as one
+// instead, and its sessions outlive the host. The process is
 // made non-dumpable first, so that its shells cannot read its memory or
 // environment through /proc.
 func Serve(newBackend NewBackend) {
+	if IsKeeper() {
+		// Started by OpenKeeper: the same backend, kept in a process that
+		// outlives dsh.
+		os.Exit(serveKeeper(newBackend))
+	}
 	// The plugin is its shells' parent: they must not read its memory or
 	// environment through /proc.
 	if err := harden.NotDumpable(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -39,6 +40,9 @@ type server struct {
 	backend  termapi.Backend
 	sessions map[string]termapi.Session
 	stopped  bool
+	// keep is set when the server is a keeper (see OpenKeeper): it
+	// outlives its hosts, and keeps what they lose.
+	keep *keeping
 }
 
 func newServer(nb NewBackend) *server {
@@ -48,12 +52,15 @@ func newServer(nb NewBackend) *server {
 func (s *server) Configure(ctx context.Context, req *backendpb.ConfigureRequest) (*backendpb.ConfigureResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.backend != nil {
-		return nil, toStatus(errors.New("backendplugin: the backend is configured already"))
-	}
 	raw := json.RawMessage(req.GetConfigJson())
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
+	}
+	if s.keep != nil {
+		return s.keep.configureLocked(ctx, raw, req)
+	}
+	if s.backend != nil {
+		return nil, toStatus(errors.New("backendplugin: the backend is configured already"))
 	}
 	b, err := s.newBackend(ctx, raw)
 	if err != nil {
@@ -99,7 +106,19 @@ func (s *server) Spawn(ctx context.Context, req *backendpb.SpawnRequest) (*backe
 	}
 	s.sessions[req.GetSessionId()] = sess
 	s.mu.Unlock()
-	return spawnResponse(sess), nil
+	if s.keep != nil {
+		s.keep.add(connOf(ctx), termapi.SpawnSpec{SessionID: req.GetSessionId(), OwnerID: req.GetOwnerId(), Name: req.GetName()}, sess)
+	}
+	return s.spawnResponse(sess), nil
+}
+
+// spawnResponse describes a session to the host: a keeper's can be kept.
+func (s *server) spawnResponse(sess termapi.Session) *backendpb.SpawnResponse {
+	resp := spawnResponse(sess)
+	if s.keep != nil {
+		resp.Capabilities.Keep = true
+	}
+	return resp
 }
 
 // List describes the backend's sessions as the backend lists them.
@@ -110,20 +129,20 @@ func (s *server) List(ctx context.Context, _ *backendpb.ListRequest) (*backendpb
 	if b == nil {
 		return nil, toStatus(ErrNotConfigured)
 	}
+	if s.keep != nil {
+		out := &backendpb.ListResponse{}
+		for _, in := range s.keep.list(connOf(ctx)) {
+			out.Sessions = append(out.Sessions, infoToPB(in))
+		}
+		return out, nil
+	}
 	infos, err := b.List(ctx)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	out := &backendpb.ListResponse{Sessions: make([]*backendpb.SessionInfo, len(infos))}
 	for i, in := range infos {
-		out.Sessions[i] = &backendpb.SessionInfo{
-			SessionId:    in.ID,
-			OwnerId:      in.OwnerID,
-			Name:         in.Name,
-			Pid:          int64(in.PID),
-			Status:       statusToPB(in.Status),
-			Capabilities: capsToPB(in.Capabilities),
-		}
+		out.Sessions[i] = infoToPB(in)
 	}
 	return out, nil
 }
@@ -132,7 +151,14 @@ func (s *server) List(ctx context.Context, _ *backendpb.ListRequest) (*backendpb
 // serves already, or one the backend holds and hands over.
 func (s *server) Attach(ctx context.Context, req *backendpb.SessionRef) (*backendpb.SpawnResponse, error) {
 	id := req.GetSessionId()
-	if sess, err := s.session(id); err == nil {
+	if s.keep != nil {
+		k, err := s.keep.attach(ctx, connOf(ctx), id)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		return s.spawnResponse(k.sess), nil
+	}
+	if sess, err := s.session(ctx, id); err == nil {
 		return spawnResponse(sess), nil
 	}
 	s.mu.Lock()
@@ -156,7 +182,7 @@ func (s *server) Attach(ctx context.Context, req *backendpb.SessionRef) (*backen
 }
 
 func (s *server) Resize(ctx context.Context, req *backendpb.ResizeRequest) (*backendpb.ResizeResponse, error) {
-	sess, err := s.session(req.GetSessionId())
+	sess, err := s.session(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -167,7 +193,7 @@ func (s *server) Resize(ctx context.Context, req *backendpb.ResizeRequest) (*bac
 }
 
 func (s *server) WriteFile(ctx context.Context, req *backendpb.WriteFileRequest) (*backendpb.WriteFileResponse, error) {
-	sess, err := s.session(req.GetSessionId())
+	sess, err := s.session(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -183,7 +209,7 @@ func (s *server) WriteFile(ctx context.Context, req *backendpb.WriteFileRequest)
 const maxChunk = 1 << 20
 
 func (s *server) Output(ctx context.Context, req *backendpb.OutputRequest) (*backendpb.OutputChunk, error) {
-	sess, err := s.session(req.GetSessionId())
+	sess, err := s.session(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -204,8 +230,16 @@ func (s *server) Output(ctx context.Context, req *backendpb.OutputRequest) (*bac
 	return &backendpb.OutputChunk{Pos: c.Pos, Data: c.Data}, nil
 }
 
-// session looks up a live session by id.
-func (s *server) session(id string) (termapi.Session, error) {
+// session looks up a live session by id: for a keeper, one the caller's
+// host holds.
+func (s *server) session(ctx context.Context, id string) (termapi.Session, error) {
+	if s.keep != nil {
+		k, err := s.keep.held(connOf(ctx), id)
+		if err != nil {
+			return nil, err
+		}
+		return k.sess, nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess, ok := s.sessions[id]
@@ -215,16 +249,31 @@ func (s *server) session(id string) (termapi.Session, error) {
 	return sess, nil
 }
 
-func (s *server) Status(_ context.Context, req *backendpb.SessionRef) (*backendpb.SessionStatus, error) {
-	sess, err := s.session(req.GetSessionId())
+// Detach lets a session go to its keeper, which keeps it for another
+// host; outside a keeper no session can be kept.
+func (s *server) Detach(ctx context.Context, req *backendpb.SessionRef) (*backendpb.DetachResponse, error) {
+	if s.keep == nil {
+		return nil, toStatus(fmt.Errorf("backendplugin: no keeper serves the session: %w", errors.ErrUnsupported))
+	}
+	conn := connOf(ctx)
+	k, err := s.keep.held(conn, req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	s.keep.release(k, conn)
+	return &backendpb.DetachResponse{}, nil
+}
+
+func (s *server) Status(ctx context.Context, req *backendpb.SessionRef) (*backendpb.SessionStatus, error) {
+	sess, err := s.session(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	return statusToPB(sess.Status()), nil
 }
 
-func (s *server) Read(_ context.Context, req *backendpb.ReadRequest) (*backendpb.ReadResponse, error) {
-	sess, err := s.session(req.GetSessionId())
+func (s *server) Read(ctx context.Context, req *backendpb.ReadRequest) (*backendpb.ReadResponse, error) {
+	sess, err := s.session(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -242,7 +291,7 @@ func (s *server) Read(_ context.Context, req *backendpb.ReadRequest) (*backendpb
 }
 
 func (s *server) Signal(ctx context.Context, req *backendpb.SignalRequest) (*backendpb.SignalResponse, error) {
-	sess, err := s.session(req.GetSessionId())
+	sess, err := s.session(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -254,7 +303,7 @@ func (s *server) Signal(ctx context.Context, req *backendpb.SignalRequest) (*bac
 }
 
 func (s *server) EndCommand(ctx context.Context, req *backendpb.SessionRef) (*backendpb.EndCommandResponse, error) {
-	sess, err := s.session(req.GetSessionId())
+	sess, err := s.session(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -268,7 +317,7 @@ func (s *server) EndCommand(ctx context.Context, req *backendpb.SessionRef) (*ba
 // Close closes a session and forgets it once it is gone; a close that
 // fails keeps it, so that the host can retry.
 func (s *server) Close(ctx context.Context, req *backendpb.CloseRequest) (*backendpb.CloseResponse, error) {
-	sess, err := s.session(req.GetSessionId())
+	sess, err := s.session(ctx, req.GetSessionId())
 	if errors.Is(err, termapi.ErrNoSession) {
 		return &backendpb.CloseResponse{}, nil // closed already: Close is idempotent
 	}
@@ -280,6 +329,9 @@ func (s *server) Close(ctx context.Context, req *backendpb.CloseRequest) (*backe
 		delete(s.sessions, req.GetSessionId())
 	}
 	s.mu.Unlock()
+	if s.keep != nil {
+		s.keep.forget(req.GetSessionId())
+	}
 	return &backendpb.CloseResponse{Status: statusToPB(sess.Status())}, nil
 }
 
@@ -293,7 +345,13 @@ func (s *server) Send(stream grpc.BidiStreamingServer[backendpb.SendControl, bac
 	if start == nil {
 		return toStatus(errors.New("backendplugin: a send must begin with its start"))
 	}
-	sess, err := s.session(start.GetSessionId())
+	if s.keep != nil {
+		return s.keep.send(stream, start)
+	}
+	if start.GetResume() {
+		return toStatus(fmt.Errorf("backendplugin: no keeper serves the session: %w", errors.ErrUnsupported))
+	}
+	sess, err := s.session(stream.Context(), start.GetSessionId())
 	if err != nil {
 		return toStatus(err)
 	}
@@ -457,5 +515,10 @@ func (s *server) stop() {
 	wg.Wait()
 	if c, ok := b.(closer); ok {
 		_ = c.Close(ctx)
+	}
+	if s.keep != nil {
+		for id := range sessions {
+			s.keep.forget(id)
+		}
 	}
 }

@@ -35,10 +35,11 @@ type session struct {
 	// caps are what the plugin said the session can do.
 	caps termapi.Capabilities
 
-	mu     sync.Mutex
-	dead   bool           // the plugin went away: the session has exited
-	closed bool           // Close succeeded: the plugin has forgotten the session
-	final  termapi.Status // the status Close reported
+	mu       sync.Mutex
+	dead     bool           // the plugin went away: the session has exited
+	closed   bool           // Close succeeded: the plugin has forgotten the session
+	detached bool           // Detach succeeded: the keeper holds it for another host
+	final    termapi.Status // the status Close reported
 }
 
 func (s *session) Motd() string { return s.motd }
@@ -63,16 +64,19 @@ func (s *session) gone() {
 func (s *session) isDead() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.dead || s.closed || s.proc.exited()
+	return s.dead || s.closed || s.detached || s.proc.exited()
 }
 
 // errGone is the error of a call on a session that is out of reach.
 func (s *session) errGone() error {
 	s.mu.Lock()
-	closed := s.closed
+	closed, detached := s.closed, s.detached
 	s.mu.Unlock()
 	if closed {
 		return fmt.Errorf("%w: the session was closed", termapi.ErrSessionExited)
+	}
+	if detached {
+		return fmt.Errorf("%w: the session was let go to its keeper", termapi.ErrSessionClosing)
 	}
 	if why := s.proc.lostReason(); why != "" {
 		return fmt.Errorf("%w: %w (%s)", termapi.ErrSessionExited, ErrPluginExited, why)
@@ -292,9 +296,55 @@ func (s *session) start(ctx context.Context, start *backendpb.SendStart) (termap
 		sn.pulling = true // output flows at once; the caller drains it
 		sn.control(pullMsg)
 	}
-	sn.unwatch = context.AfterFunc(ctx, func() { sn.Cancel() })
+	sn.unwatch = context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		detached := s.detached
+		s.mu.Unlock()
+		if detached {
+			// The keeper holds the session now and reads the send on:
+			// end the stream without interrupting the command.
+			sn.stop()
+			return
+		}
+		sn.Cancel()
+	})
 	go sn.receive()
 	return sn, nil
+}
+
+// Detach lets the session go: its keeper holds it for a later host. This
+// value of it is unusable afterwards.
+func (s *session) Detach(ctx context.Context) error {
+	if !s.caps.Keep {
+		return unsupported("be kept without its caller")
+	}
+	if s.isDead() {
+		return s.errGone()
+	}
+	if _, err := s.proc.rpc.Detach(ctx, &backendpb.SessionRef{SessionId: s.id}); err != nil {
+		return s.checkErr(fromStatus("detach", err))
+	}
+	s.mu.Lock()
+	s.detached = true
+	s.mu.Unlock()
+	return nil
+}
+
+// Resume takes over the unit of work the session's last host lost, from
+// its keeper.
+func (s *session) Resume(ctx context.Context, req termapi.SendRequest) (termapi.Send, error) {
+	if !s.caps.Keep {
+		return nil, unsupported("resume work its caller lost")
+	}
+	if req.Text != "" || req.Submit {
+		return nil, fmt.Errorf("backendplugin: resume types nothing: %w", errors.ErrUnsupported)
+	}
+	return s.start(ctx, &backendpb.SendStart{
+		SessionId: s.id,
+		Resume:    true,
+		TimeoutNs: int64(req.Timeout),
+		Stream:    req.Stream,
+	})
 }
 
 func (s *session) Resize(ctx context.Context, size termapi.Size) error {

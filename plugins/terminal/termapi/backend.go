@@ -1,6 +1,9 @@
 package termapi
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Backend starts terminal sessions of one type ("shell" for bash on a PTY).
 // Backends register with the terminals service. The interface is plain data
@@ -61,4 +64,40 @@ type Info struct {
 	Status Status
 	// Capabilities are what the session can do.
 	Capabilities Capabilities
+	// Kept is what a keeper says of a session no caller holds (nil when
+	// a caller holds it, or outside a keeper).
+	Kept *Kept
+}
+
+// Kept describes a session its keeper holds for a caller that went away:
+// what happened while none held it.
+type Kept struct {
+	// Since is when its last caller let it go or went away.
+	Since time.Time
+	// Held: another caller holds the session now; Attach waits until it
+	// lets go.
+	Held bool
+	// Lost: the keeper itself ended (it was killed, or its machine
+	// restarted) and the session with it. Attach hands over a session
+	// whose shell has exited.
+	Lost bool
+	// Unit is the work whose end no caller received (Session.Resume), or
+	// nil.
+	Unit *Unit
+	// Output is how many bytes of output the keeper took in while no
+	// caller held the session (the unit's included), in how many lines;
+	// Dropped how many of those bytes it could not keep (past its bound,
+	// the middle).
+	Output, Lines, Dropped int64
+}
+
+// Unit is the last Exec (or typed send) of a kept session, whose end its
+// caller did not receive.
+type Unit struct {
+	// Command is the Exec's command; empty for typed text.
+	Command string
+	// Ended: the unit has settled meanwhile (the command ran to its end,
+	// the shell exited, or a program waits for input); Result says how.
+	Ended  bool
+	Result SendResult
 }

@@ -29,6 +29,11 @@ var (
 	// ErrBadFileName: a FileRequest's name is not a plain file name
 	// (ValidFileName).
 	ErrBadFileName = errors.New("terminal: invalid file name")
+	// ErrNoUnit: Resume found no work whose end its caller lost.
+	ErrNoUnit = errors.New("terminal: nothing to resume")
+	// ErrUnresumed: the session's keeper holds the end of work its last
+	// caller lost, which a new send would bury: Resume it first.
+	ErrUnresumed = errors.New("terminal: the session holds work its last caller lost; resume it first")
 )
 
 // CleanupError reports that a backend's startup failed and cleaning up what

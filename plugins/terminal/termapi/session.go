@@ -85,6 +85,21 @@ type Session interface {
 	// captured is gone, or reports which survived. It is idempotent;
 	// concurrent calls share one close; after a failure a later call retries.
 	Close(ctx context.Context, reason string) error
+	// Detach lets the session go without ending it (Capabilities.Keep):
+	// its keeper holds it, its shell and whatever runs in it, for a later
+	// caller to take back (Backend.Attach). A send in flight goes on
+	// without its caller; the keeper keeps its output and result for
+	// Resume. The session value is unusable afterwards.
+	Detach(ctx context.Context) error
+	// Resume hands over the unit of work its caller lost (Capabilities.Keep):
+	// the command of the last Exec (or the text of the last StartSend)
+	// whose end no caller received, because the caller that started it
+	// went away. The returned Send gives that unit's output from its start,
+	// which the keeper kept meanwhile, then goes on as an empty StartSend
+	// would until the unit settles; its results carry the command's Exec.
+	// req's Timeout and Stream apply; its Text must be empty. ErrNoUnit
+	// when there is nothing to resume.
+	Resume(ctx context.Context, req SendRequest) (Send, error)
 }
 
 // Capabilities say what a session can do, as data: a new capability is a
@@ -113,6 +128,11 @@ type Capabilities struct {
 	// of its private directory is the shell's to read as it is, the
 	// sandbox included.
 	HostFiles bool `json:"hostFiles"`
+	// Keep: a keeper that outlives its caller holds the session (a backend
+	// served as a keeper, see package backendplugin): Detach lets it go
+	// without ending it, Attach takes it back, and Resume hands over the
+	// work its last caller lost.
+	Keep bool `json:"keep"`
 	// Sandbox is the sandbox mode the session runs in.
 	Sandbox SandboxMode `json:"sandbox"`
 	// Limits are the resource limits enforced on the session's processes.

@@ -41,6 +41,16 @@ func (Unsupported) WriteFile(context.Context, FileRequest) (string, error) {
 	return "", unsupported("write files for its shell")
 }
 
+// Detach answers that no keeper holds the session.
+func (Unsupported) Detach(context.Context) error {
+	return unsupported("be kept without its caller")
+}
+
+// Resume answers that no keeper holds the session.
+func (Unsupported) Resume(context.Context, SendRequest) (Send, error) {
+	return nil, unsupported("resume work its caller lost")
+}
+
 // UnsupportedLister answers a Backend's List and Attach with errors that
 // wrap errors.ErrUnsupported, for a backend that keeps no sessions for
 // another caller.

@@ -38,7 +38,11 @@ const (
 type ConfigureRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The entry's config as a JSON object ("{}" when it has none).
-	ConfigJson    []byte `protobuf:"bytes,1,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`
+	ConfigJson []byte `protobuf:"bytes,1,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`
+	// Keepers only: how long a session no host holds is kept, in
+	// nanoseconds; 0 leaves the keeper's bound as it is. (Fields from 20
+	// on are the keeper's: durable shells.)
+	KeepNs        int64 `protobuf:"varint,20,opt,name=keep_ns,json=keepNs,proto3" json:"keep_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -78,6 +82,13 @@ func (x *ConfigureRequest) GetConfigJson() []byte {
 		return x.ConfigJson
 	}
 	return nil
+}
+
+func (x *ConfigureRequest) GetKeepNs() int64 {
+	if x != nil {
+		return x.KeepNs
+	}
+	return 0
 }
 
 type ConfigureResponse struct {
@@ -451,7 +462,9 @@ type Capabilities struct {
 	// Session.WriteFile writes files where the shell reads them.
 	Files bool `protobuf:"varint,9,opt,name=files,proto3" json:"files,omitempty"`
 	// The shell reads this machine's files at the paths dsh sees.
-	HostFiles     bool `protobuf:"varint,10,opt,name=host_files,json=hostFiles,proto3" json:"host_files,omitempty"`
+	HostFiles bool `protobuf:"varint,10,opt,name=host_files,json=hostFiles,proto3" json:"host_files,omitempty"`
+	// A keeper holds the session (termapi.Capabilities.Keep).
+	Keep          bool `protobuf:"varint,20,opt,name=keep,proto3" json:"keep,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -556,6 +569,13 @@ func (x *Capabilities) GetHostFiles() bool {
 	return false
 }
 
+func (x *Capabilities) GetKeep() bool {
+	if x != nil {
+		return x.Keep
+	}
+	return false
+}
+
 type ListRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -638,13 +658,15 @@ func (x *ListResponse) GetSessions() []*SessionInfo {
 
 // SessionInfo is termapi.Info.
 type SessionInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	OwnerId       string                 `protobuf:"bytes,2,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
-	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
-	Pid           int64                  `protobuf:"varint,4,opt,name=pid,proto3" json:"pid,omitempty"`
-	Status        *SessionStatus         `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
-	Capabilities  *Capabilities          `protobuf:"bytes,6,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	SessionId    string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	OwnerId      string                 `protobuf:"bytes,2,opt,name=owner_id,json=ownerId,proto3" json:"owner_id,omitempty"`
+	Name         string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Pid          int64                  `protobuf:"varint,4,opt,name=pid,proto3" json:"pid,omitempty"`
+	Status       *SessionStatus         `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	Capabilities *Capabilities          `protobuf:"bytes,6,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
+	// What its keeper says of a session no host holds.
+	Kept          *Kept `protobuf:"bytes,20,opt,name=kept,proto3" json:"kept,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -721,6 +743,203 @@ func (x *SessionInfo) GetCapabilities() *Capabilities {
 	return nil
 }
 
+func (x *SessionInfo) GetKept() *Kept {
+	if x != nil {
+		return x.Kept
+	}
+	return nil
+}
+
+// Kept is termapi.Kept.
+type Kept struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SinceUnixNs   int64                  `protobuf:"varint,1,opt,name=since_unix_ns,json=sinceUnixNs,proto3" json:"since_unix_ns,omitempty"`
+	Held          bool                   `protobuf:"varint,2,opt,name=held,proto3" json:"held,omitempty"`
+	Lost          bool                   `protobuf:"varint,3,opt,name=lost,proto3" json:"lost,omitempty"`
+	Unit          *Unit                  `protobuf:"bytes,4,opt,name=unit,proto3" json:"unit,omitempty"`
+	Output        int64                  `protobuf:"varint,5,opt,name=output,proto3" json:"output,omitempty"`
+	Dropped       int64                  `protobuf:"varint,6,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	Lines         int64                  `protobuf:"varint,7,opt,name=lines,proto3" json:"lines,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Kept) Reset() {
+	*x = Kept{}
+	mi := &file_backend_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Kept) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Kept) ProtoMessage() {}
+
+func (x *Kept) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Kept.ProtoReflect.Descriptor instead.
+func (*Kept) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Kept) GetSinceUnixNs() int64 {
+	if x != nil {
+		return x.SinceUnixNs
+	}
+	return 0
+}
+
+func (x *Kept) GetHeld() bool {
+	if x != nil {
+		return x.Held
+	}
+	return false
+}
+
+func (x *Kept) GetLost() bool {
+	if x != nil {
+		return x.Lost
+	}
+	return false
+}
+
+func (x *Kept) GetUnit() *Unit {
+	if x != nil {
+		return x.Unit
+	}
+	return nil
+}
+
+func (x *Kept) GetOutput() int64 {
+	if x != nil {
+		return x.Output
+	}
+	return 0
+}
+
+func (x *Kept) GetDropped() int64 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
+}
+
+func (x *Kept) GetLines() int64 {
+	if x != nil {
+		return x.Lines
+	}
+	return 0
+}
+
+// Unit is termapi.Unit.
+type Unit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Command       []byte                 `protobuf:"bytes,1,opt,name=command,proto3" json:"command,omitempty"`
+	Ended         bool                   `protobuf:"varint,2,opt,name=ended,proto3" json:"ended,omitempty"`
+	Result        *Result                `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Unit) Reset() {
+	*x = Unit{}
+	mi := &file_backend_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Unit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Unit) ProtoMessage() {}
+
+func (x *Unit) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Unit.ProtoReflect.Descriptor instead.
+func (*Unit) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Unit) GetCommand() []byte {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *Unit) GetEnded() bool {
+	if x != nil {
+		return x.Ended
+	}
+	return false
+}
+
+func (x *Unit) GetResult() *Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+type DetachResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DetachResponse) Reset() {
+	*x = DetachResponse{}
+	mi := &file_backend_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DetachResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DetachResponse) ProtoMessage() {}
+
+func (x *DetachResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_backend_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DetachResponse.ProtoReflect.Descriptor instead.
+func (*DetachResponse) Descriptor() ([]byte, []int) {
+	return file_backend_proto_rawDescGZIP(), []int{13}
+}
+
 type ResizeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -731,7 +950,7 @@ type ResizeRequest struct {
 
 func (x *ResizeRequest) Reset() {
 	*x = ResizeRequest{}
-	mi := &file_backend_proto_msgTypes[11]
+	mi := &file_backend_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -743,7 +962,7 @@ func (x *ResizeRequest) String() string {
 func (*ResizeRequest) ProtoMessage() {}
 
 func (x *ResizeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[11]
+	mi := &file_backend_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -756,7 +975,7 @@ func (x *ResizeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResizeRequest.ProtoReflect.Descriptor instead.
 func (*ResizeRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{11}
+	return file_backend_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ResizeRequest) GetSessionId() string {
@@ -781,7 +1000,7 @@ type ResizeResponse struct {
 
 func (x *ResizeResponse) Reset() {
 	*x = ResizeResponse{}
-	mi := &file_backend_proto_msgTypes[12]
+	mi := &file_backend_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +1012,7 @@ func (x *ResizeResponse) String() string {
 func (*ResizeResponse) ProtoMessage() {}
 
 func (x *ResizeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[12]
+	mi := &file_backend_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +1025,7 @@ func (x *ResizeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResizeResponse.ProtoReflect.Descriptor instead.
 func (*ResizeResponse) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{12}
+	return file_backend_proto_rawDescGZIP(), []int{15}
 }
 
 type OutputRequest struct {
@@ -821,7 +1040,7 @@ type OutputRequest struct {
 
 func (x *OutputRequest) Reset() {
 	*x = OutputRequest{}
-	mi := &file_backend_proto_msgTypes[13]
+	mi := &file_backend_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +1052,7 @@ func (x *OutputRequest) String() string {
 func (*OutputRequest) ProtoMessage() {}
 
 func (x *OutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[13]
+	mi := &file_backend_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +1065,7 @@ func (x *OutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputRequest.ProtoReflect.Descriptor instead.
 func (*OutputRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{13}
+	return file_backend_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *OutputRequest) GetSessionId() string {
@@ -883,7 +1102,7 @@ type OutputChunk struct {
 
 func (x *OutputChunk) Reset() {
 	*x = OutputChunk{}
-	mi := &file_backend_proto_msgTypes[14]
+	mi := &file_backend_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -895,7 +1114,7 @@ func (x *OutputChunk) String() string {
 func (*OutputChunk) ProtoMessage() {}
 
 func (x *OutputChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[14]
+	mi := &file_backend_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -908,7 +1127,7 @@ func (x *OutputChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OutputChunk.ProtoReflect.Descriptor instead.
 func (*OutputChunk) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{14}
+	return file_backend_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *OutputChunk) GetPos() int64 {
@@ -941,7 +1160,7 @@ type SessionRef struct {
 
 func (x *SessionRef) Reset() {
 	*x = SessionRef{}
-	mi := &file_backend_proto_msgTypes[15]
+	mi := &file_backend_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1172,7 @@ func (x *SessionRef) String() string {
 func (*SessionRef) ProtoMessage() {}
 
 func (x *SessionRef) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[15]
+	mi := &file_backend_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1185,7 @@ func (x *SessionRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRef.ProtoReflect.Descriptor instead.
 func (*SessionRef) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{15}
+	return file_backend_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SessionRef) GetSessionId() string {
@@ -987,7 +1206,7 @@ type SessionStatus struct {
 
 func (x *SessionStatus) Reset() {
 	*x = SessionStatus{}
-	mi := &file_backend_proto_msgTypes[16]
+	mi := &file_backend_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -999,7 +1218,7 @@ func (x *SessionStatus) String() string {
 func (*SessionStatus) ProtoMessage() {}
 
 func (x *SessionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[16]
+	mi := &file_backend_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1231,7 @@ func (x *SessionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionStatus.ProtoReflect.Descriptor instead.
 func (*SessionStatus) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{16}
+	return file_backend_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SessionStatus) GetExited() bool {
@@ -1047,7 +1266,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_backend_proto_msgTypes[17]
+	mi := &file_backend_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1059,7 +1278,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[17]
+	mi := &file_backend_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1072,7 +1291,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{17}
+	return file_backend_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReadRequest) GetSessionId() string {
@@ -1109,7 +1328,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_backend_proto_msgTypes[18]
+	mi := &file_backend_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1340,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[18]
+	mi := &file_backend_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1353,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{18}
+	return file_backend_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReadResponse) GetText() []byte {
@@ -1182,7 +1401,7 @@ type SignalRequest struct {
 
 func (x *SignalRequest) Reset() {
 	*x = SignalRequest{}
-	mi := &file_backend_proto_msgTypes[19]
+	mi := &file_backend_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1194,7 +1413,7 @@ func (x *SignalRequest) String() string {
 func (*SignalRequest) ProtoMessage() {}
 
 func (x *SignalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[19]
+	mi := &file_backend_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1207,7 +1426,7 @@ func (x *SignalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalRequest.ProtoReflect.Descriptor instead.
 func (*SignalRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{19}
+	return file_backend_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SignalRequest) GetSessionId() string {
@@ -1233,7 +1452,7 @@ type SignalResponse struct {
 
 func (x *SignalResponse) Reset() {
 	*x = SignalResponse{}
-	mi := &file_backend_proto_msgTypes[20]
+	mi := &file_backend_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1245,7 +1464,7 @@ func (x *SignalResponse) String() string {
 func (*SignalResponse) ProtoMessage() {}
 
 func (x *SignalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[20]
+	mi := &file_backend_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1258,7 +1477,7 @@ func (x *SignalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SignalResponse.ProtoReflect.Descriptor instead.
 func (*SignalResponse) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{20}
+	return file_backend_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SignalResponse) GetTargetPgid() int64 {
@@ -1277,7 +1496,7 @@ type EndCommandResponse struct {
 
 func (x *EndCommandResponse) Reset() {
 	*x = EndCommandResponse{}
-	mi := &file_backend_proto_msgTypes[21]
+	mi := &file_backend_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1289,7 +1508,7 @@ func (x *EndCommandResponse) String() string {
 func (*EndCommandResponse) ProtoMessage() {}
 
 func (x *EndCommandResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[21]
+	mi := &file_backend_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1302,7 +1521,7 @@ func (x *EndCommandResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndCommandResponse.ProtoReflect.Descriptor instead.
 func (*EndCommandResponse) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{21}
+	return file_backend_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *EndCommandResponse) GetEnded() int64 {
@@ -1328,7 +1547,7 @@ type WriteFileRequest struct {
 
 func (x *WriteFileRequest) Reset() {
 	*x = WriteFileRequest{}
-	mi := &file_backend_proto_msgTypes[22]
+	mi := &file_backend_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1340,7 +1559,7 @@ func (x *WriteFileRequest) String() string {
 func (*WriteFileRequest) ProtoMessage() {}
 
 func (x *WriteFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[22]
+	mi := &file_backend_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1353,7 +1572,7 @@ func (x *WriteFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFileRequest.ProtoReflect.Descriptor instead.
 func (*WriteFileRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{22}
+	return file_backend_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *WriteFileRequest) GetSessionId() string {
@@ -1401,7 +1620,7 @@ type WriteFileResponse struct {
 
 func (x *WriteFileResponse) Reset() {
 	*x = WriteFileResponse{}
-	mi := &file_backend_proto_msgTypes[23]
+	mi := &file_backend_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1413,7 +1632,7 @@ func (x *WriteFileResponse) String() string {
 func (*WriteFileResponse) ProtoMessage() {}
 
 func (x *WriteFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[23]
+	mi := &file_backend_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1426,7 +1645,7 @@ func (x *WriteFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFileResponse.ProtoReflect.Descriptor instead.
 func (*WriteFileResponse) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{23}
+	return file_backend_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WriteFileResponse) GetPath() []byte {
@@ -1446,7 +1665,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_backend_proto_msgTypes[24]
+	mi := &file_backend_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1458,7 +1677,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[24]
+	mi := &file_backend_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1471,7 +1690,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{24}
+	return file_backend_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CloseRequest) GetSessionId() string {
@@ -1498,7 +1717,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_backend_proto_msgTypes[25]
+	mi := &file_backend_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1510,7 +1729,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[25]
+	mi := &file_backend_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1742,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{25}
+	return file_backend_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CloseResponse) GetStatus() *SessionStatus {
@@ -1547,7 +1766,7 @@ type SendControl struct {
 
 func (x *SendControl) Reset() {
 	*x = SendControl{}
-	mi := &file_backend_proto_msgTypes[26]
+	mi := &file_backend_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1559,7 +1778,7 @@ func (x *SendControl) String() string {
 func (*SendControl) ProtoMessage() {}
 
 func (x *SendControl) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[26]
+	mi := &file_backend_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1572,7 +1791,7 @@ func (x *SendControl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendControl.ProtoReflect.Descriptor instead.
 func (*SendControl) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{26}
+	return file_backend_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SendControl) GetControl() isSendControl_Control {
@@ -1642,14 +1861,16 @@ type SendStart struct {
 	TimeoutNs int64  `protobuf:"varint,6,opt,name=timeout_ns,json=timeoutNs,proto3" json:"timeout_ns,omitempty"`
 	Stream    bool   `protobuf:"varint,7,opt,name=stream,proto3" json:"stream,omitempty"`
 	// captured is ExecRequest.Captured.
-	Captured      bool `protobuf:"varint,8,opt,name=captured,proto3" json:"captured,omitempty"`
+	Captured bool `protobuf:"varint,8,opt,name=captured,proto3" json:"captured,omitempty"`
+	// resume selects Session.Resume: the unit the last host lost.
+	Resume        bool `protobuf:"varint,20,opt,name=resume,proto3" json:"resume,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SendStart) Reset() {
 	*x = SendStart{}
-	mi := &file_backend_proto_msgTypes[27]
+	mi := &file_backend_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1661,7 +1882,7 @@ func (x *SendStart) String() string {
 func (*SendStart) ProtoMessage() {}
 
 func (x *SendStart) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[27]
+	mi := &file_backend_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1674,7 +1895,7 @@ func (x *SendStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendStart.ProtoReflect.Descriptor instead.
 func (*SendStart) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{27}
+	return file_backend_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SendStart) GetSessionId() string {
@@ -1733,6 +1954,13 @@ func (x *SendStart) GetCaptured() bool {
 	return false
 }
 
+func (x *SendStart) GetResume() bool {
+	if x != nil {
+		return x.Resume
+	}
+	return false
+}
+
 type Pull struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1741,7 +1969,7 @@ type Pull struct {
 
 func (x *Pull) Reset() {
 	*x = Pull{}
-	mi := &file_backend_proto_msgTypes[28]
+	mi := &file_backend_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1753,7 +1981,7 @@ func (x *Pull) String() string {
 func (*Pull) ProtoMessage() {}
 
 func (x *Pull) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[28]
+	mi := &file_backend_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1766,7 +1994,7 @@ func (x *Pull) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pull.ProtoReflect.Descriptor instead.
 func (*Pull) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{28}
+	return file_backend_proto_rawDescGZIP(), []int{31}
 }
 
 type Cancel struct {
@@ -1777,7 +2005,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_backend_proto_msgTypes[29]
+	mi := &file_backend_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +2017,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[29]
+	mi := &file_backend_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +2030,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{29}
+	return file_backend_proto_rawDescGZIP(), []int{32}
 }
 
 type SendEvent struct {
@@ -1820,7 +2048,7 @@ type SendEvent struct {
 
 func (x *SendEvent) Reset() {
 	*x = SendEvent{}
-	mi := &file_backend_proto_msgTypes[30]
+	mi := &file_backend_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1832,7 +2060,7 @@ func (x *SendEvent) String() string {
 func (*SendEvent) ProtoMessage() {}
 
 func (x *SendEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[30]
+	mi := &file_backend_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1845,7 +2073,7 @@ func (x *SendEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendEvent.ProtoReflect.Descriptor instead.
 func (*SendEvent) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{30}
+	return file_backend_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SendEvent) GetEvent() isSendEvent_Event {
@@ -1931,7 +2159,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_backend_proto_msgTypes[31]
+	mi := &file_backend_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1943,7 +2171,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[31]
+	mi := &file_backend_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1956,7 +2184,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{31}
+	return file_backend_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Started) GetAnswersCancel() bool {
@@ -1977,7 +2205,7 @@ type CancelAnswer struct {
 
 func (x *CancelAnswer) Reset() {
 	*x = CancelAnswer{}
-	mi := &file_backend_proto_msgTypes[32]
+	mi := &file_backend_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1989,7 +2217,7 @@ func (x *CancelAnswer) String() string {
 func (*CancelAnswer) ProtoMessage() {}
 
 func (x *CancelAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[32]
+	mi := &file_backend_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2002,7 +2230,7 @@ func (x *CancelAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelAnswer.ProtoReflect.Descriptor instead.
 func (*CancelAnswer) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{32}
+	return file_backend_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CancelAnswer) GetInterrupted() bool {
@@ -2023,7 +2251,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_backend_proto_msgTypes[33]
+	mi := &file_backend_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2035,7 +2263,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[33]
+	mi := &file_backend_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2048,7 +2276,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{33}
+	return file_backend_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Output) GetText() []byte {
@@ -2086,7 +2314,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_backend_proto_msgTypes[34]
+	mi := &file_backend_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +2326,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[34]
+	mi := &file_backend_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +2339,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{34}
+	return file_backend_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Result) GetReason() string {
@@ -2191,7 +2419,7 @@ type ExecResult struct {
 
 func (x *ExecResult) Reset() {
 	*x = ExecResult{}
-	mi := &file_backend_proto_msgTypes[35]
+	mi := &file_backend_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2203,7 +2431,7 @@ func (x *ExecResult) String() string {
 func (*ExecResult) ProtoMessage() {}
 
 func (x *ExecResult) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[35]
+	mi := &file_backend_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2216,7 +2444,7 @@ func (x *ExecResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResult.ProtoReflect.Descriptor instead.
 func (*ExecResult) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{35}
+	return file_backend_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ExecResult) GetState() string {
@@ -2275,7 +2503,7 @@ type ErrorDetail struct {
 
 func (x *ErrorDetail) Reset() {
 	*x = ErrorDetail{}
-	mi := &file_backend_proto_msgTypes[36]
+	mi := &file_backend_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2287,7 +2515,7 @@ func (x *ErrorDetail) String() string {
 func (*ErrorDetail) ProtoMessage() {}
 
 func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_backend_proto_msgTypes[36]
+	mi := &file_backend_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2300,7 +2528,7 @@ func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorDetail.ProtoReflect.Descriptor instead.
 func (*ErrorDetail) Descriptor() ([]byte, []int) {
-	return file_backend_proto_rawDescGZIP(), []int{36}
+	return file_backend_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ErrorDetail) GetSentinel() string {
@@ -2328,10 +2556,11 @@ var File_backend_proto protoreflect.FileDescriptor
 
 const file_backend_proto_rawDesc = "" +
 	"\n" +
-	"\rbackend.proto\x12\x0edsh.backend.v2\"3\n" +
+	"\rbackend.proto\x12\x0edsh.backend.v2\"L\n" +
 	"\x10ConfigureRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\fR\n" +
-	"configJson\"'\n" +
+	"configJson\x12\x17\n" +
+	"\akeep_ns\x18\x14 \x01(\x03R\x06keepNs\"'\n" +
 	"\x11ConfigureResponse\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\"\x9e\x01\n" +
 	"\fSpawnRequest\x12\x1d\n" +
@@ -2355,7 +2584,7 @@ const file_backend_proto_rawDesc = "" +
 	"\rSpawnResponse\x12\x12\n" +
 	"\x04motd\x18\x01 \x01(\fR\x04motd\x12\x10\n" +
 	"\x03pid\x18\x02 \x01(\x03R\x03pid\x12@\n" +
-	"\fcapabilities\x18\x03 \x01(\v2\x1c.dsh.backend.v2.CapabilitiesR\fcapabilities\"\xa5\x02\n" +
+	"\fcapabilities\x18\x03 \x01(\v2\x1c.dsh.backend.v2.CapabilitiesR\fcapabilities\"\xb9\x02\n" +
 	"\fCapabilities\x12\x12\n" +
 	"\x04exec\x18\x01 \x01(\bR\x04exec\x12\x10\n" +
 	"\x03raw\x18\x02 \x01(\bR\x03raw\x12\x16\n" +
@@ -2370,10 +2599,11 @@ const file_backend_proto_rawDesc = "" +
 	"\x05files\x18\t \x01(\bR\x05files\x12\x1d\n" +
 	"\n" +
 	"host_files\x18\n" +
-	" \x01(\bR\thostFiles\"\r\n" +
+	" \x01(\bR\thostFiles\x12\x12\n" +
+	"\x04keep\x18\x14 \x01(\bR\x04keep\"\r\n" +
 	"\vListRequest\"G\n" +
 	"\fListResponse\x127\n" +
-	"\bsessions\x18\x01 \x03(\v2\x1b.dsh.backend.v2.SessionInfoR\bsessions\"\xe6\x01\n" +
+	"\bsessions\x18\x01 \x03(\v2\x1b.dsh.backend.v2.SessionInfoR\bsessions\"\x90\x02\n" +
 	"\vSessionInfo\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
@@ -2381,7 +2611,21 @@ const file_backend_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x10\n" +
 	"\x03pid\x18\x04 \x01(\x03R\x03pid\x125\n" +
 	"\x06status\x18\x05 \x01(\v2\x1d.dsh.backend.v2.SessionStatusR\x06status\x12@\n" +
-	"\fcapabilities\x18\x06 \x01(\v2\x1c.dsh.backend.v2.CapabilitiesR\fcapabilities\"X\n" +
+	"\fcapabilities\x18\x06 \x01(\v2\x1c.dsh.backend.v2.CapabilitiesR\fcapabilities\x12(\n" +
+	"\x04kept\x18\x14 \x01(\v2\x14.dsh.backend.v2.KeptR\x04kept\"\xc4\x01\n" +
+	"\x04Kept\x12\"\n" +
+	"\rsince_unix_ns\x18\x01 \x01(\x03R\vsinceUnixNs\x12\x12\n" +
+	"\x04held\x18\x02 \x01(\bR\x04held\x12\x12\n" +
+	"\x04lost\x18\x03 \x01(\bR\x04lost\x12(\n" +
+	"\x04unit\x18\x04 \x01(\v2\x14.dsh.backend.v2.UnitR\x04unit\x12\x16\n" +
+	"\x06output\x18\x05 \x01(\x03R\x06output\x12\x18\n" +
+	"\adropped\x18\x06 \x01(\x03R\adropped\x12\x14\n" +
+	"\x05lines\x18\a \x01(\x03R\x05lines\"f\n" +
+	"\x04Unit\x12\x18\n" +
+	"\acommand\x18\x01 \x01(\fR\acommand\x12\x14\n" +
+	"\x05ended\x18\x02 \x01(\bR\x05ended\x12.\n" +
+	"\x06result\x18\x03 \x01(\v2\x16.dsh.backend.v2.ResultR\x06result\"\x10\n" +
+	"\x0eDetachResponse\"X\n" +
 	"\rResizeRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12(\n" +
@@ -2445,7 +2689,7 @@ const file_backend_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\v2\x19.dsh.backend.v2.SendStartH\x00R\x05start\x12*\n" +
 	"\x04pull\x18\x02 \x01(\v2\x14.dsh.backend.v2.PullH\x00R\x04pull\x120\n" +
 	"\x06cancel\x18\x03 \x01(\v2\x16.dsh.backend.v2.CancelH\x00R\x06cancelB\t\n" +
-	"\acontrol\"\xd7\x01\n" +
+	"\acontrol\"\xef\x01\n" +
 	"\tSendStart\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -2456,7 +2700,8 @@ const file_backend_proto_rawDesc = "" +
 	"\n" +
 	"timeout_ns\x18\x06 \x01(\x03R\ttimeoutNs\x12\x16\n" +
 	"\x06stream\x18\a \x01(\bR\x06stream\x12\x1a\n" +
-	"\bcaptured\x18\b \x01(\bR\bcaptured\"\x06\n" +
+	"\bcaptured\x18\b \x01(\bR\bcaptured\x12\x16\n" +
+	"\x06resume\x18\x14 \x01(\bR\x06resume\"\x06\n" +
 	"\x04Pull\"\b\n" +
 	"\x06Cancel\"\xf2\x01\n" +
 	"\tSendEvent\x123\n" +
@@ -2497,7 +2742,7 @@ const file_backend_proto_rawDesc = "" +
 	"\bsentinel\x18\x01 \x01(\tR\bsentinel\x12\x1f\n" +
 	"\vstart_error\x18\x02 \x01(\tR\n" +
 	"startError\x12#\n" +
-	"\rcleanup_error\x18\x03 \x01(\tR\fcleanupError2\xb3\a\n" +
+	"\rcleanup_error\x18\x03 \x01(\tR\fcleanupError2\xf9\a\n" +
 	"\aBackend\x12P\n" +
 	"\tConfigure\x12 .dsh.backend.v2.ConfigureRequest\x1a!.dsh.backend.v2.ConfigureResponse\x12D\n" +
 	"\x05Spawn\x12\x1c.dsh.backend.v2.SpawnRequest\x1a\x1d.dsh.backend.v2.SpawnResponse\x12A\n" +
@@ -2511,7 +2756,8 @@ const file_backend_proto_rawDesc = "" +
 	"\n" +
 	"EndCommand\x12\x1a.dsh.backend.v2.SessionRef\x1a\".dsh.backend.v2.EndCommandResponse\x12P\n" +
 	"\tWriteFile\x12 .dsh.backend.v2.WriteFileRequest\x1a!.dsh.backend.v2.WriteFileResponse\x12D\n" +
-	"\x05Close\x12\x1c.dsh.backend.v2.CloseRequest\x1a\x1d.dsh.backend.v2.CloseResponse\x12B\n" +
+	"\x05Close\x12\x1c.dsh.backend.v2.CloseRequest\x1a\x1d.dsh.backend.v2.CloseResponse\x12D\n" +
+	"\x06Detach\x12\x1a.dsh.backend.v2.SessionRef\x1a\x1e.dsh.backend.v2.DetachResponse\x12B\n" +
 	"\x04Send\x12\x1b.dsh.backend.v2.SendControl\x1a\x19.dsh.backend.v2.SendEvent(\x010\x01BIZGgithub.com/dshdev/dsh/plugins/terminal/backendplugin/internal/backendpbb\x06proto3"
 
 var (
@@ -2526,7 +2772,7 @@ func file_backend_proto_rawDescGZIP() []byte {
 	return file_backend_proto_rawDescData
 }
 
-var file_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_backend_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_backend_proto_goTypes = []any{
 	(*ConfigureRequest)(nil),   // 0: dsh.backend.v2.ConfigureRequest
 	(*ConfigureResponse)(nil),  // 1: dsh.backend.v2.ConfigureResponse
@@ -2539,32 +2785,35 @@ var file_backend_proto_goTypes = []any{
 	(*ListRequest)(nil),        // 8: dsh.backend.v2.ListRequest
 	(*ListResponse)(nil),       // 9: dsh.backend.v2.ListResponse
 	(*SessionInfo)(nil),        // 10: dsh.backend.v2.SessionInfo
-	(*ResizeRequest)(nil),      // 11: dsh.backend.v2.ResizeRequest
-	(*ResizeResponse)(nil),     // 12: dsh.backend.v2.ResizeResponse
-	(*OutputRequest)(nil),      // 13: dsh.backend.v2.OutputRequest
-	(*OutputChunk)(nil),        // 14: dsh.backend.v2.OutputChunk
-	(*SessionRef)(nil),         // 15: dsh.backend.v2.SessionRef
-	(*SessionStatus)(nil),      // 16: dsh.backend.v2.SessionStatus
-	(*ReadRequest)(nil),        // 17: dsh.backend.v2.ReadRequest
-	(*ReadResponse)(nil),       // 18: dsh.backend.v2.ReadResponse
-	(*SignalRequest)(nil),      // 19: dsh.backend.v2.SignalRequest
-	(*SignalResponse)(nil),     // 20: dsh.backend.v2.SignalResponse
-	(*EndCommandResponse)(nil), // 21: dsh.backend.v2.EndCommandResponse
-	(*WriteFileRequest)(nil),   // 22: dsh.backend.v2.WriteFileRequest
-	(*WriteFileResponse)(nil),  // 23: dsh.backend.v2.WriteFileResponse
-	(*CloseRequest)(nil),       // 24: dsh.backend.v2.CloseRequest
-	(*CloseResponse)(nil),      // 25: dsh.backend.v2.CloseResponse
-	(*SendControl)(nil),        // 26: dsh.backend.v2.SendControl
-	(*SendStart)(nil),          // 27: dsh.backend.v2.SendStart
-	(*Pull)(nil),               // 28: dsh.backend.v2.Pull
-	(*Cancel)(nil),             // 29: dsh.backend.v2.Cancel
-	(*SendEvent)(nil),          // 30: dsh.backend.v2.SendEvent
-	(*Started)(nil),            // 31: dsh.backend.v2.Started
-	(*CancelAnswer)(nil),       // 32: dsh.backend.v2.CancelAnswer
-	(*Output)(nil),             // 33: dsh.backend.v2.Output
-	(*Result)(nil),             // 34: dsh.backend.v2.Result
-	(*ExecResult)(nil),         // 35: dsh.backend.v2.ExecResult
-	(*ErrorDetail)(nil),        // 36: dsh.backend.v2.ErrorDetail
+	(*Kept)(nil),               // 11: dsh.backend.v2.Kept
+	(*Unit)(nil),               // 12: dsh.backend.v2.Unit
+	(*DetachResponse)(nil),     // 13: dsh.backend.v2.DetachResponse
+	(*ResizeRequest)(nil),      // 14: dsh.backend.v2.ResizeRequest
+	(*ResizeResponse)(nil),     // 15: dsh.backend.v2.ResizeResponse
+	(*OutputRequest)(nil),      // 16: dsh.backend.v2.OutputRequest
+	(*OutputChunk)(nil),        // 17: dsh.backend.v2.OutputChunk
+	(*SessionRef)(nil),         // 18: dsh.backend.v2.SessionRef
+	(*SessionStatus)(nil),      // 19: dsh.backend.v2.SessionStatus
+	(*ReadRequest)(nil),        // 20: dsh.backend.v2.ReadRequest
+	(*ReadResponse)(nil),       // 21: dsh.backend.v2.ReadResponse
+	(*SignalRequest)(nil),      // 22: dsh.backend.v2.SignalRequest
+	(*SignalResponse)(nil),     // 23: dsh.backend.v2.SignalResponse
+	(*EndCommandResponse)(nil), // 24: dsh.backend.v2.EndCommandResponse
+	(*WriteFileRequest)(nil),   // 25: dsh.backend.v2.WriteFileRequest
+	(*WriteFileResponse)(nil),  // 26: dsh.backend.v2.WriteFileResponse
+	(*CloseRequest)(nil),       // 27: dsh.backend.v2.CloseRequest
+	(*CloseResponse)(nil),      // 28: dsh.backend.v2.CloseResponse
+	(*SendControl)(nil),        // 29: dsh.backend.v2.SendControl
+	(*SendStart)(nil),          // 30: dsh.backend.v2.SendStart
+	(*Pull)(nil),               // 31: dsh.backend.v2.Pull
+	(*Cancel)(nil),             // 32: dsh.backend.v2.Cancel
+	(*SendEvent)(nil),          // 33: dsh.backend.v2.SendEvent
+	(*Started)(nil),            // 34: dsh.backend.v2.Started
+	(*CancelAnswer)(nil),       // 35: dsh.backend.v2.CancelAnswer
+	(*Output)(nil),             // 36: dsh.backend.v2.Output
+	(*Result)(nil),             // 37: dsh.backend.v2.Result
+	(*ExecResult)(nil),         // 38: dsh.backend.v2.ExecResult
+	(*ErrorDetail)(nil),        // 39: dsh.backend.v2.ErrorDetail
 }
 var file_backend_proto_depIdxs = []int32{
 	3,  // 0: dsh.backend.v2.SpawnRequest.policy:type_name -> dsh.backend.v2.Policy
@@ -2573,51 +2822,56 @@ var file_backend_proto_depIdxs = []int32{
 	7,  // 3: dsh.backend.v2.SpawnResponse.capabilities:type_name -> dsh.backend.v2.Capabilities
 	4,  // 4: dsh.backend.v2.Capabilities.limits:type_name -> dsh.backend.v2.Limits
 	10, // 5: dsh.backend.v2.ListResponse.sessions:type_name -> dsh.backend.v2.SessionInfo
-	16, // 6: dsh.backend.v2.SessionInfo.status:type_name -> dsh.backend.v2.SessionStatus
+	19, // 6: dsh.backend.v2.SessionInfo.status:type_name -> dsh.backend.v2.SessionStatus
 	7,  // 7: dsh.backend.v2.SessionInfo.capabilities:type_name -> dsh.backend.v2.Capabilities
-	5,  // 8: dsh.backend.v2.ResizeRequest.size:type_name -> dsh.backend.v2.Size
-	16, // 9: dsh.backend.v2.CloseResponse.status:type_name -> dsh.backend.v2.SessionStatus
-	27, // 10: dsh.backend.v2.SendControl.start:type_name -> dsh.backend.v2.SendStart
-	28, // 11: dsh.backend.v2.SendControl.pull:type_name -> dsh.backend.v2.Pull
-	29, // 12: dsh.backend.v2.SendControl.cancel:type_name -> dsh.backend.v2.Cancel
-	31, // 13: dsh.backend.v2.SendEvent.started:type_name -> dsh.backend.v2.Started
-	33, // 14: dsh.backend.v2.SendEvent.output:type_name -> dsh.backend.v2.Output
-	34, // 15: dsh.backend.v2.SendEvent.result:type_name -> dsh.backend.v2.Result
-	32, // 16: dsh.backend.v2.SendEvent.cancel_answer:type_name -> dsh.backend.v2.CancelAnswer
-	16, // 17: dsh.backend.v2.Result.status:type_name -> dsh.backend.v2.SessionStatus
-	35, // 18: dsh.backend.v2.Result.exec:type_name -> dsh.backend.v2.ExecResult
-	4,  // 19: dsh.backend.v2.Result.limits_hit:type_name -> dsh.backend.v2.Limits
-	0,  // 20: dsh.backend.v2.Backend.Configure:input_type -> dsh.backend.v2.ConfigureRequest
-	2,  // 21: dsh.backend.v2.Backend.Spawn:input_type -> dsh.backend.v2.SpawnRequest
-	8,  // 22: dsh.backend.v2.Backend.List:input_type -> dsh.backend.v2.ListRequest
-	15, // 23: dsh.backend.v2.Backend.Attach:input_type -> dsh.backend.v2.SessionRef
-	15, // 24: dsh.backend.v2.Backend.Status:input_type -> dsh.backend.v2.SessionRef
-	11, // 25: dsh.backend.v2.Backend.Resize:input_type -> dsh.backend.v2.ResizeRequest
-	13, // 26: dsh.backend.v2.Backend.Output:input_type -> dsh.backend.v2.OutputRequest
-	17, // 27: dsh.backend.v2.Backend.Read:input_type -> dsh.backend.v2.ReadRequest
-	19, // 28: dsh.backend.v2.Backend.Signal:input_type -> dsh.backend.v2.SignalRequest
-	15, // 29: dsh.backend.v2.Backend.EndCommand:input_type -> dsh.backend.v2.SessionRef
-	22, // 30: dsh.backend.v2.Backend.WriteFile:input_type -> dsh.backend.v2.WriteFileRequest
-	24, // 31: dsh.backend.v2.Backend.Close:input_type -> dsh.backend.v2.CloseRequest
-	26, // 32: dsh.backend.v2.Backend.Send:input_type -> dsh.backend.v2.SendControl
-	1,  // 33: dsh.backend.v2.Backend.Configure:output_type -> dsh.backend.v2.ConfigureResponse
-	6,  // 34: dsh.backend.v2.Backend.Spawn:output_type -> dsh.backend.v2.SpawnResponse
-	9,  // 35: dsh.backend.v2.Backend.List:output_type -> dsh.backend.v2.ListResponse
-	6,  // 36: dsh.backend.v2.Backend.Attach:output_type -> dsh.backend.v2.SpawnResponse
-	16, // 37: dsh.backend.v2.Backend.Status:output_type -> dsh.backend.v2.SessionStatus
-	12, // 38: dsh.backend.v2.Backend.Resize:output_type -> dsh.backend.v2.ResizeResponse
-	14, // 39: dsh.backend.v2.Backend.Output:output_type -> dsh.backend.v2.OutputChunk
-	18, // 40: dsh.backend.v2.Backend.Read:output_type -> dsh.backend.v2.ReadResponse
-	20, // 41: dsh.backend.v2.Backend.Signal:output_type -> dsh.backend.v2.SignalResponse
-	21, // 42: dsh.backend.v2.Backend.EndCommand:output_type -> dsh.backend.v2.EndCommandResponse
-	23, // 43: dsh.backend.v2.Backend.WriteFile:output_type -> dsh.backend.v2.WriteFileResponse
-	25, // 44: dsh.backend.v2.Backend.Close:output_type -> dsh.backend.v2.CloseResponse
-	30, // 45: dsh.backend.v2.Backend.Send:output_type -> dsh.backend.v2.SendEvent
-	33, // [33:46] is the sub-list for method output_type
-	20, // [20:33] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	11, // 8: dsh.backend.v2.SessionInfo.kept:type_name -> dsh.backend.v2.Kept
+	12, // 9: dsh.backend.v2.Kept.unit:type_name -> dsh.backend.v2.Unit
+	37, // 10: dsh.backend.v2.Unit.result:type_name -> dsh.backend.v2.Result
+	5,  // 11: dsh.backend.v2.ResizeRequest.size:type_name -> dsh.backend.v2.Size
+	19, // 12: dsh.backend.v2.CloseResponse.status:type_name -> dsh.backend.v2.SessionStatus
+	30, // 13: dsh.backend.v2.SendControl.start:type_name -> dsh.backend.v2.SendStart
+	31, // 14: dsh.backend.v2.SendControl.pull:type_name -> dsh.backend.v2.Pull
+	32, // 15: dsh.backend.v2.SendControl.cancel:type_name -> dsh.backend.v2.Cancel
+	34, // 16: dsh.backend.v2.SendEvent.started:type_name -> dsh.backend.v2.Started
+	36, // 17: dsh.backend.v2.SendEvent.output:type_name -> dsh.backend.v2.Output
+	37, // 18: dsh.backend.v2.SendEvent.result:type_name -> dsh.backend.v2.Result
+	35, // 19: dsh.backend.v2.SendEvent.cancel_answer:type_name -> dsh.backend.v2.CancelAnswer
+	19, // 20: dsh.backend.v2.Result.status:type_name -> dsh.backend.v2.SessionStatus
+	38, // 21: dsh.backend.v2.Result.exec:type_name -> dsh.backend.v2.ExecResult
+	4,  // 22: dsh.backend.v2.Result.limits_hit:type_name -> dsh.backend.v2.Limits
+	0,  // 23: dsh.backend.v2.Backend.Configure:input_type -> dsh.backend.v2.ConfigureRequest
+	2,  // 24: dsh.backend.v2.Backend.Spawn:input_type -> dsh.backend.v2.SpawnRequest
+	8,  // 25: dsh.backend.v2.Backend.List:input_type -> dsh.backend.v2.ListRequest
+	18, // 26: dsh.backend.v2.Backend.Attach:input_type -> dsh.backend.v2.SessionRef
+	18, // 27: dsh.backend.v2.Backend.Status:input_type -> dsh.backend.v2.SessionRef
+	14, // 28: dsh.backend.v2.Backend.Resize:input_type -> dsh.backend.v2.ResizeRequest
+	16, // 29: dsh.backend.v2.Backend.Output:input_type -> dsh.backend.v2.OutputRequest
+	20, // 30: dsh.backend.v2.Backend.Read:input_type -> dsh.backend.v2.ReadRequest
+	22, // 31: dsh.backend.v2.Backend.Signal:input_type -> dsh.backend.v2.SignalRequest
+	18, // 32: dsh.backend.v2.Backend.EndCommand:input_type -> dsh.backend.v2.SessionRef
+	25, // 33: dsh.backend.v2.Backend.WriteFile:input_type -> dsh.backend.v2.WriteFileRequest
+	27, // 34: dsh.backend.v2.Backend.Close:input_type -> dsh.backend.v2.CloseRequest
+	18, // 35: dsh.backend.v2.Backend.Detach:input_type -> dsh.backend.v2.SessionRef
+	29, // 36: dsh.backend.v2.Backend.Send:input_type -> dsh.backend.v2.SendControl
+	1,  // 37: dsh.backend.v2.Backend.Configure:output_type -> dsh.backend.v2.ConfigureResponse
+	6,  // 38: dsh.backend.v2.Backend.Spawn:output_type -> dsh.backend.v2.SpawnResponse
+	9,  // 39: dsh.backend.v2.Backend.List:output_type -> dsh.backend.v2.ListResponse
+	6,  // 40: dsh.backend.v2.Backend.Attach:output_type -> dsh.backend.v2.SpawnResponse
+	19, // 41: dsh.backend.v2.Backend.Status:output_type -> dsh.backend.v2.SessionStatus
+	15, // 42: dsh.backend.v2.Backend.Resize:output_type -> dsh.backend.v2.ResizeResponse
+	17, // 43: dsh.backend.v2.Backend.Output:output_type -> dsh.backend.v2.OutputChunk
+	21, // 44: dsh.backend.v2.Backend.Read:output_type -> dsh.backend.v2.ReadResponse
+	23, // 45: dsh.backend.v2.Backend.Signal:output_type -> dsh.backend.v2.SignalResponse
+	24, // 46: dsh.backend.v2.Backend.EndCommand:output_type -> dsh.backend.v2.EndCommandResponse
+	26, // 47: dsh.backend.v2.Backend.WriteFile:output_type -> dsh.backend.v2.WriteFileResponse
+	28, // 48: dsh.backend.v2.Backend.Close:output_type -> dsh.backend.v2.CloseResponse
+	13, // 49: dsh.backend.v2.Backend.Detach:output_type -> dsh.backend.v2.DetachResponse
+	33, // 50: dsh.backend.v2.Backend.Send:output_type -> dsh.backend.v2.SendEvent
+	37, // [37:51] is the sub-list for method output_type
+	23, // [23:37] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_backend_proto_init() }
@@ -2625,12 +2879,12 @@ func file_backend_proto_init() {
 	if File_backend_proto != nil {
 		return
 	}
-	file_backend_proto_msgTypes[26].OneofWrappers = []any{
+	file_backend_proto_msgTypes[29].OneofWrappers = []any{
 		(*SendControl_Start)(nil),
 		(*SendControl_Pull)(nil),
 		(*SendControl_Cancel)(nil),
 	}
-	file_backend_proto_msgTypes[30].OneofWrappers = []any{
+	file_backend_proto_msgTypes[33].OneofWrappers = []any{
 		(*SendEvent_Started)(nil),
 		(*SendEvent_Output)(nil),
 		(*SendEvent_Result)(nil),
@@ -2642,7 +2896,7 @@ func file_backend_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_backend_proto_rawDesc), len(file_backend_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   37,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

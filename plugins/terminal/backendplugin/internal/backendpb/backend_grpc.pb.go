@@ -45,6 +45,7 @@ const (
 	Backend_EndCommand_FullMethodName = "/dsh.backend.v2.Backend/EndCommand"
 	Backend_WriteFile_FullMethodName  = "/dsh.backend.v2.Backend/WriteFile"
 	Backend_Close_FullMethodName      = "/dsh.backend.v2.Backend/Close"
+	Backend_Detach_FullMethodName     = "/dsh.backend.v2.Backend/Detach"
 	Backend_Send_FullMethodName       = "/dsh.backend.v2.Backend/Send"
 )
 
@@ -78,13 +79,17 @@ type BackendClient interface {
 	// files.
 	WriteFile(ctx context.Context, in *WriteFileRequest, opts ...grpc.CallOption) (*WriteFileResponse, error)
 	Close(ctx context.Context, in *CloseRequest, opts ...grpc.CallOption) (*CloseResponse, error)
+	// Detach lets a session go without ending it: its keeper holds it for a
+	// later host (termapi.Session.Detach). Keepers only.
+	Detach(ctx context.Context, in *SessionRef, opts ...grpc.CallOption) (*DetachResponse, error)
 	// Send is one send (typed text or an Exec), from its start to its end.
 	// The first message starts it; the answer is Started or an error. Then
 	// the client asks for output with Pull (one Output event per Pull until
 	// the send settles, so a slow reader holds the terminal back) and may
 	// Cancel (which has no answer). Once the send settles the server sends
 	// its Result, then every line left and the end of output, and ends the
-	// stream. A client that goes away cancels the send.
+	// stream. A client that goes away cancels the send; a keeper's goes on
+	// without it, and keeps its output and result for Resume.
 	Send(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SendControl, SendEvent], error)
 }
 
@@ -216,6 +221,16 @@ func (c *backendClient) Close(ctx context.Context, in *CloseRequest, opts ...grp
 	return out, nil
 }
 
+func (c *backendClient) Detach(ctx context.Context, in *SessionRef, opts ...grpc.CallOption) (*DetachResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DetachResponse)
+	err := c.cc.Invoke(ctx, Backend_Detach_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *backendClient) Send(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SendControl, SendEvent], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Backend_ServiceDesc.Streams[0], Backend_Send_FullMethodName, cOpts...)
@@ -259,13 +274,17 @@ type BackendServer interface {
 	// files.
 	WriteFile(context.Context, *WriteFileRequest) (*WriteFileResponse, error)
 	Close(context.Context, *CloseRequest) (*CloseResponse, error)
+	// Detach lets a session go without ending it: its keeper holds it for a
+	// later host (termapi.Session.Detach). Keepers only.
+	Detach(context.Context, *SessionRef) (*DetachResponse, error)
 	// Send is one send (typed text or an Exec), from its start to its end.
 	// The first message starts it; the answer is Started or an error. Then
 	// the client asks for output with Pull (one Output event per Pull until
 	// the send settles, so a slow reader holds the terminal back) and may
 	// Cancel (which has no answer). Once the send settles the server sends
 	// its Result, then every line left and the end of output, and ends the
-	// stream. A client that goes away cancels the send.
+	// stream. A client that goes away cancels the send; a keeper's goes on
+	// without it, and keeps its output and result for Resume.
 	Send(grpc.BidiStreamingServer[SendControl, SendEvent]) error
 	mustEmbedUnimplementedBackendServer()
 }
@@ -312,6 +331,9 @@ func (UnimplementedBackendServer) WriteFile(context.Context, *WriteFileRequest) 
 }
 func (UnimplementedBackendServer) Close(context.Context, *CloseRequest) (*CloseResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Close not implemented")
+}
+func (UnimplementedBackendServer) Detach(context.Context, *SessionRef) (*DetachResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Detach not implemented")
 }
 func (UnimplementedBackendServer) Send(grpc.BidiStreamingServer[SendControl, SendEvent]) error {
 	return status.Error(codes.Unimplemented, "method Send not implemented")
@@ -553,6 +575,24 @@ func _Backend_Close_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Backend_Detach_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SessionRef)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BackendServer).Detach(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Backend_Detach_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BackendServer).Detach(ctx, req.(*SessionRef))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Backend_Send_Handler(srv interface{}, stream grpc.ServerStream) error {
 	return srv.(BackendServer).Send(&grpc.GenericServerStream[SendControl, SendEvent]{ServerStream: stream})
 }
@@ -614,6 +654,10 @@ var Backend_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Close",
 			Handler:    _Backend_Close_Handler,
+		},
+		{
+			MethodName: "Detach",
+			Handler:    _Backend_Detach_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
