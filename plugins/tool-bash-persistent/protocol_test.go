@@ -282,3 +282,22 @@ func TestProtocolFilesGoWithTheShell(t *testing.T) {
 		t.Fatalf("status channel %s survived its shell: %v", out, err)
 	}
 }
+
+// TestInterruptOfABusyShell: a shell slow to reach its prompt after a
+// read is interrupted (here its own prompt command keeps it busy; on a
+// loaded machine it is the scheduler) is waited for, past SIGINT's and
+// SIGTERM's steps: SIGKILL would end the shell itself, and with it the
+// owner's state.
+func TestInterruptOfABusyShell(t *testing.T) {
+	hs := newHarness(t, "", `{idleSilenceMs: 600000}`)
+	o := hs.owner(t, "busy")
+	pid := hs.run(t, o, "export KEEP=kept; echo $$")
+	// Once, the prompt command loops in the shell itself longer than the
+	// two steps (2 s each; an interactive bash ignores SIGTERM), whatever
+	// the machine's speed: it counts wall-clock seconds.
+	hs.expect(t, o, `PROMPT_COMMAND='if [[ -n $SLOW ]]; then unset SLOW; end=$((SECONDS + 6)); while ((SECONDS < end)); do :; done; fi'`, "")
+	if got := hs.run(t, o, "SLOW=1; read x"); !strings.HasSuffix(got, interactiveNotice) || strings.Contains(got, "reset") {
+		t.Fatalf("the busy shell's read gave %q", got)
+	}
+	hs.expect(t, o, "echo $$ $KEEP", pid+" kept")
+}

@@ -56,6 +56,11 @@ const (
 	timeoutGrace = 5 * time.Second
 )
 
+// busyShellWait bounds the wait for a shell that holds the foreground
+// itself once every signal that could end it without a reset has been
+// sent; the call's own deadline bounds it too.
+const busyShellWait = 30 * time.Second
+
 var errGraceOver = errors.New("the foreground job did not stop within the timeout's grace")
 
 // seconds renders a duration given in milliseconds as the timeout header
@@ -531,6 +536,14 @@ func (r *run) signalUntilPrompt(sigs []termapi.Signal, step func(termapi.Signal)
 		if _, err := r.terms().Signal(r.ctx, r.owner(), r.st.shellID, sig); err != nil {
 			if r.ctx.Err() != nil {
 				return notBack, sig, termapi.SendResult{}, context.Cause(r.ctx)
+			}
+			if errors.Is(err, termapi.ErrRefuseKillShell) {
+				// The shell itself holds the foreground: busy in a trap
+				// or a loop of builtins, or only slow to reach its prompt
+				// on a loaded machine. No signal ends that but a reset,
+				// which loses the owner's state: wait for it longer first.
+				o, res, err := r.awaitPrompt(busyShellWait)
+				return o, sig, res, err
 			}
 			return notBack, sig, termapi.SendResult{}, nil
 		}
