@@ -76,7 +76,7 @@ func NewCgroup(name string) (*Cgroup, error) {
 		return nil, fmt.Errorf("%w: %s is not writable: %w", ErrCgroupUnavailable, base, err)
 	}
 	parent := filepath.Join(base, cgroupParent)
-	sweepOnce.Do(func() { sweepStale(parent) })
+	sweepOnce.Do(func() { sweepStale(parent, killLeaf) })
 	c := &Cgroup{path: filepath.Join(parent, name), fd: -1}
 	if err := c.create(); err != nil {
 		unix.Rmdir(parent) // fails, as it should, while a sibling uses it
@@ -145,8 +145,9 @@ func parseLeaf(name string) (ns uint64, owner Identity, ok bool) {
 // a populated one killed (and removed by a later sweep, once the kernel
 // has reaped its processes). Leaves named otherwise (by an older dsh) are
 // left alone: a leaf kept too long only delays a cleanup, a wrong kill
-// ends a live dsh's shells.
-func sweepStale(parent string) {
+// ends a live dsh's shells. kill ends a populated leaf's processes: the
+// way differs between cgroup v2 and v1.
+func sweepStale(parent string, kill func(leaf string)) {
 	ents, err := os.ReadDir(parent)
 	if err != nil {
 		return
@@ -169,8 +170,13 @@ func sweepStale(parent string) {
 		if unix.Rmdir(leaf) == nil {
 			continue
 		}
-		_ = os.WriteFile(filepath.Join(leaf, "cgroup.kill"), []byte("1"), 0)
+		kill(leaf)
 	}
+}
+
+// killLeaf ends every process of a cgroup v2 leaf at once.
+func killLeaf(leaf string) {
+	_ = os.WriteFile(filepath.Join(leaf, "cgroup.kill"), []byte("1"), 0)
 }
 
 // create makes the leaf, and the shared parent when needed, and opens it.

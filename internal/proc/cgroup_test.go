@@ -318,7 +318,7 @@ func TestSweepStale(t *testing.T) {
 	// An older dsh's name: not judged either.
 	old := leaf(fmt.Sprintf("%d-old", pid))
 
-	sweepStale(parent)
+	sweepStale(parent, killLeaf)
 	for _, c := range []*Cgroup{empty, reused} {
 		if _, err := os.Stat(c.Path()); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("the empty stale leaf %s is still there: %v", filepath.Base(c.Path()), err)
@@ -334,7 +334,7 @@ func TestSweepStale(t *testing.T) {
 	if err := busy.WaitEmpty(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sweepStale(parent) // the next sweep removes the now empty leaf
+	sweepStale(parent, killLeaf) // the next sweep removes the now empty leaf
 	if _, err := os.Stat(busy.Path()); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the killed stale leaf is still there: %v", err)
 	}

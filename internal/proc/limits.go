@@ -440,7 +440,7 @@ func (h *LimitHost) makeV1Parent(c, parent string) error {
 		return fmt.Errorf("%s limit: %w", c, mkdirError(parent, err))
 	}
 	once, _ := v1SweepOnce.LoadOrStore(parent, new(sync.Once))
-	once.(*sync.Once).Do(func() { sweepStaleV1(parent) })
+	once.(*sync.Once).Do(func() { sweepStale(parent, killLeafV1) })
 	if c == ctlPids && h.shellTasks > 0 {
 		if err := writeFile(filepath.Join(parent, "pids.max"), strconv.Itoa(h.shellTasks)); err != nil {
 			return fmt.Errorf("pids: bound the shells' tasks: %w", err)
@@ -673,36 +673,13 @@ func (lv *Leaves) Close() error {
 	return errors.Join(errs...)
 }
 
-// sweepStaleV1 removes, or kills and leaves for a later sweep, the v1
-// leaves of dsh processes that are gone (see sweepStale).
-func sweepStaleV1(parent string) {
-	ents, err := os.ReadDir(parent)
-	if err != nil {
-		return
-	}
-	self, err := pidNamespace()
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		ns, owner, ok := parseLeaf(e.Name())
-		if !e.IsDir() || !ok || ns != self || owner.PID == os.Getpid() {
-			continue
-		}
-		if st, err := ReadStat(owner.PID); err == nil && st.StartTime == owner.StartTime {
-			continue
-		} else if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ESRCH) {
-			continue
-		}
-		leaf := filepath.Join(parent, e.Name())
-		if unix.Rmdir(leaf) == nil {
-			continue
-		}
-		pids, _ := readPids(filepath.Join(leaf, "cgroup.procs"))
-		for _, pid := range pids {
-			if !protectedPID(pid) {
-				_ = unix.Kill(pid, unix.SIGKILL)
-			}
+// killLeafV1 ends the processes of a cgroup v1 leaf, which has no
+// cgroup.kill: one by one, sparing dsh's own.
+func killLeafV1(leaf string) {
+	pids, _ := readPids(filepath.Join(leaf, "cgroup.procs"))
+	for _, pid := range pids {
+		if !protectedPID(pid) {
+			_ = unix.Kill(pid, unix.SIGKILL)
 		}
 	}
 }

@@ -372,39 +372,7 @@ func (s *session) drainTermLocked(ct *cmdTerm, buf []byte, maxReads int) {
 // holdBackCmd is holdBack for the running command's terminal: while the
 // streaming caller is behind, its reader waits, and the command with it.
 // A job's terminal is never held back: its output is bounded instead.
-func (s *session) holdBackCmd(ct *cmdTerm) {
-	woken := false
-	for {
-		s.mu.Lock()
-		sn := s.Live
-		if s.curTerm != ct || sn == nil || !sn.Stream() || sn.Out.Len() <= s.cfg.maxRead {
-			s.mu.Unlock()
-			if woken {
-				passResume(s.resume)
-			}
-			return
-		}
-		left := time.Until(sn.deadline)
-		if left <= 0 {
-			s.settleLocked(sn, termapi.WaitTimeout)
-			s.mu.Unlock()
-			return
-		}
-		s.mu.Unlock()
-		if ct.pause == nil {
-			ct.pause = time.NewTimer(left)
-		} else {
-			ct.pause.Reset(left)
-		}
-		select {
-		case <-s.resume:
-			woken = true
-		case <-sn.Done():
-		case <-ct.pause.C:
-		}
-		ct.pause.Stop()
-	}
-}
+func (s *session) holdBackCmd(ct *cmdTerm) { s.holdBackReader(ct, &ct.pause) }
 
 // passResume hands a caller's pull on to the other reader that may be held
 // back (the read loop, or the running command's terminal's reader): the

@@ -170,12 +170,18 @@ func (s *session) deliverLocked(lines []byte) {
 // holdBack pauses reading while a streaming caller is behind by more than
 // maxReadBytes, so the program writing is held back by the terminal instead
 // of output being dropped. The send's deadline still applies.
-func (s *session) holdBack() {
+func (s *session) holdBack() { s.holdBackReader(nil, &s.pause) }
+
+// holdBackReader is the wait of holdBack and holdBackCmd: ct is the
+// command terminal whose reader waits, nil for the shell's own, and pause
+// that reader's reusable timer. It returns when the caller has caught up,
+// the send settled, or ct stopped being the running command's terminal.
+func (s *session) holdBackReader(ct *cmdTerm, pause **time.Timer) {
 	woken := false
 	for {
 		s.mu.Lock()
 		sn := s.Live
-		if sn == nil || !sn.Stream() || sn.Out.Len() <= s.cfg.maxRead {
+		if (ct != nil && s.curTerm != ct) || sn == nil || !sn.Stream() || sn.Out.Len() <= s.cfg.maxRead {
 			s.mu.Unlock()
 			if woken {
 				passResume(s.resume)
@@ -189,18 +195,18 @@ func (s *session) holdBack() {
 			return
 		}
 		s.mu.Unlock()
-		if s.pause == nil {
-			s.pause = time.NewTimer(left)
+		if *pause == nil {
+			*pause = time.NewTimer(left)
 		} else {
-			s.pause.Reset(left)
+			(*pause).Reset(left)
 		}
 		select {
 		case <-s.resume:
 			woken = true
 		case <-sn.Done():
-		case <-s.pause.C:
+		case <-(*pause).C:
 		}
-		s.pause.Stop()
+		(*pause).Stop()
 	}
 }
 
