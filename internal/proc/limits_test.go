@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -322,5 +323,72 @@ func BenchmarkLeavesFork(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSweepStaleV1: in a cgroup v1 hierarchy, which has no cgroup.kill, a
+// dead dsh's populated leaf has its processes killed one by one and is
+// removed by the next sweep; another pid namespace's leaf is left alone.
+func TestSweepStaleV1(t *testing.T) {
+	h := limitHost(t, Limits{Pids: 64})
+	if h.Mechanism(ctlPids) != "cgroup v1" {
+		t.Skipf("pids are limited by %s here, not cgroup v1", h.Mechanism(ctlPids))
+	}
+	ns, err := pidNamespace()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Join(h.v1[ctlPids], "dsh-sweep-test-"+strconv.Itoa(os.Getpid()))
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := dead.Process.Pid // exited and reaped: no such process now
+	// populate makes the leaf name and starts a process in it; the channel
+	// says when it has exited.
+	populate := func(name string) (string, <-chan error) {
+		t.Helper()
+		leaf := filepath.Join(parent, name)
+		if err := os.Mkdir(leaf, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := exec.Command("sleep", "1000")
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		done := make(chan struct{})
+		go func() { exited <- p.Wait(); close(done) }()
+		t.Cleanup(func() {
+			p.Process.Kill()
+			<-done
+			os.Remove(leaf)
+		})
+		if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(p.Process.Pid)), 0); err != nil {
+			t.Fatal(err)
+		}
+		return leaf, exited
+	}
+	t.Cleanup(func() { os.Remove(parent) }) // after the leaves' cleanups
+	busy, busyGone := populate(strconv.FormatUint(ns, 10) + "-" + strconv.Itoa(pid) + "-1-busy")
+	_, foreignGone := populate(strconv.FormatUint(ns+1, 10) + "-" + strconv.Itoa(pid) + "-1-foreign")
+
+	sweepStale(parent, killLeafV1)
+	select {
+	case <-busyGone: // reaped, so its leaf is empty
+	case <-time.After(deadline):
+		t.Fatal("the shell of a dead dsh survived the sweep")
+	}
+	sweepStale(parent, killLeafV1) // the next sweep removes the now empty leaf
+	if _, err := os.Stat(busy); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the killed stale leaf is still there: %v", err)
+	}
+	select {
+	case err := <-foreignGone:
+		t.Fatalf("the sweep killed another pid namespace's shell: %v", err)
+	default:
 	}
 }
