@@ -45,29 +45,11 @@ type scriptedModel struct {
 }
 
 func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	if !strings.HasPrefix(r.URL.Path, "/v1/messages") || strings.HasSuffix(r.URL.Path, "/count_tokens") {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"input_tokens":10}`)
+	req, ok := readMessagesRequest(w, r)
+	if !ok {
 		return
 	}
-	var req struct {
-		Model string `json:"model"`
-		Tools []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
-		Messages []struct {
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
-	offered := false
-	for _, tool := range req.Tools {
-		offered = offered || tool.Name == "mcp__dsh__bash"
-	}
+	offered := req.offers("mcp__dsh__bash")
 	var last []struct {
 		Type    string `json:"type"`
 		Content []struct {
@@ -81,8 +63,7 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			result = block.Content[0].Text
 		}
 	}
-	start := fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":%q,"content":[],"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}`, req.Model)
-	events := [][2]string{{"message_start", start}}
+	var events [][2]string
 	command, call := m.command, 1
 	if result != "" {
 		m.mu.Lock()
@@ -96,22 +77,78 @@ func (m *scriptedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case result != "":
-		events = append(events, textEvents("the tool said: "+result)...)
+		events = textEvents("the tool said: " + result)
 	case offered:
-		input, _ := json.Marshal(map[string]string{"command": command})
-		partial, _ := json.Marshal(string(input))
-		events = append(events,
-			[2]string{"content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_dsh_%d","name":"mcp__dsh__bash","input":{}}}`, call)},
-			[2]string{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":` + string(partial) + `}}`},
-			[2]string{"content_block_stop", `{"type":"content_block_stop","index":0}`},
-			[2]string{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":5}}`})
+		events = toolUseEvents(call, "mcp__dsh__bash", map[string]string{"command": command})
 	default:
-		events = append(events, textEvents("ok")...)
+		events = textEvents("ok")
 	}
-	events = append(events, [2]string{"message_stop", `{"type":"message_stop"}`})
+	writeMessage(w, req.Model, events)
+}
+
+// messagesRequest is what the scripted models read of a Messages API
+// request.
+type messagesRequest struct {
+	Model string `json:"model"`
+	Tools []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
+	Messages []struct {
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
+// offers says whether the request offers the model the tool name.
+func (req *messagesRequest) offers(name string) bool {
+	for _, tool := range req.Tools {
+		if tool.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// readMessagesRequest decodes a request for a model's message. Anything
+// else (a token count, a malformed request) it answers itself, and says
+// so with ok false.
+func readMessagesRequest(w http.ResponseWriter, r *http.Request) (req *messagesRequest, ok bool) {
+	body, _ := io.ReadAll(r.Body)
+	if !strings.HasPrefix(r.URL.Path, "/v1/messages") || strings.HasSuffix(r.URL.Path, "/count_tokens") {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"input_tokens":10}`)
+		return nil, false
+	}
+	req = new(messagesRequest)
+	if err := json.Unmarshal(body, req); err != nil || len(req.Messages) == 0 {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return nil, false
+	}
+	return req, true
+}
+
+// writeMessage streams a message of model made of events, as the
+// Messages API does.
+func writeMessage(w http.ResponseWriter, model string, events [][2]string) {
+	start := fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":%q,"content":[],"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}`, model)
 	w.Header().Set("Content-Type", "text/event-stream")
+	fmt.Fprintf(w, "event: message_start\ndata: %s\n\n", start)
 	for _, e := range events {
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e[0], e[1])
+	}
+	fmt.Fprint(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+}
+
+// toolUseEvents are a message's events that call tool with input, under
+// an id made of call: clients answer a repeated id with the result they
+// already have.
+func toolUseEvents(call int, tool string, input any) [][2]string {
+	in, _ := json.Marshal(input)
+	partial, _ := json.Marshal(string(in))
+	return [][2]string{
+		{"content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_dsh_%d","name":%q,"input":{}}}`, call, tool)},
+		{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":` + string(partial) + `}}`},
+		{"content_block_stop", `{"type":"content_block_stop","index":0}`},
+		{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":5}}`},
 	}
 }
 

@@ -5,8 +5,6 @@ package dshcmd
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -30,29 +28,11 @@ type scriptedSteps struct {
 }
 
 func (m *scriptedSteps) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	if !strings.HasPrefix(r.URL.Path, "/v1/messages") || strings.HasSuffix(r.URL.Path, "/count_tokens") {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"input_tokens":10}`)
+	req, ok := readMessagesRequest(w, r)
+	if !ok {
 		return
 	}
-	var req struct {
-		Model string `json:"model"`
-		Tools []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
-		Messages []struct {
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
-	offered := false
-	for _, tool := range req.Tools {
-		offered = offered || tool.Name == "mcp__dsh__terminal_open"
-	}
+	offered := req.offers("mcp__dsh__terminal_open")
 	var results []string
 	for _, msg := range req.Messages {
 		var blocks []struct {
@@ -81,28 +61,17 @@ func (m *scriptedSteps) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.seen = results
 	}
 	m.mu.Unlock()
-	start := fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":%q,"content":[],"stop_reason":null,"usage":{"input_tokens":10,"output_tokens":1}}}`, req.Model)
-	events := [][2]string{{"message_start", start}}
+	var events [][2]string
 	switch step := len(results); {
 	case !offered && step == 0:
-		events = append(events, textEvents("ok")...)
+		events = textEvents("ok")
 	case step < len(m.steps):
 		tool, args := m.steps[step](results)
-		input, _ := json.Marshal(args)
-		partial, _ := json.Marshal(string(input))
-		events = append(events,
-			[2]string{"content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_dsh_%d","name":"mcp__dsh__%s","input":{}}}`, step, tool)},
-			[2]string{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":` + string(partial) + `}}`},
-			[2]string{"content_block_stop", `{"type":"content_block_stop","index":0}`},
-			[2]string{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":5}}`})
+		events = toolUseEvents(step, "mcp__dsh__"+tool, args)
 	default:
-		events = append(events, textEvents("the tool said: "+results[len(results)-1])...)
+		events = textEvents("the tool said: " + results[len(results)-1])
 	}
-	events = append(events, [2]string{"message_stop", `{"type":"message_stop"}`})
-	w.Header().Set("Content-Type", "text/event-stream")
-	for _, e := range events {
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e[0], e[1])
-	}
+	writeMessage(w, req.Model, events)
 }
 
 var terminalID = regexp.MustCompile(`(?m)^id: (pty-\w+)$`)
