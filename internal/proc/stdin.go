@@ -73,7 +73,7 @@ var devTTY = unix.Mkdev(5, 0)
 // registered for EPOLLIN.
 //
 // For select, poll and epoll the terminal must also be the only thing the
-// thread waits to read. A program waiting for a person waits on the terminal
+// thread waits to read, a signalfd aside (signals are not input). A program waiting for a person waits on the terminal
 // alone (read, readline, a pager, an editor, a password prompt); a relay
 // such as ssh or `docker exec -it` waits on the terminal and a socket at
 // once, forwarding whatever comes, and is busy rather than waiting for
@@ -328,10 +328,12 @@ func (p prober) selectsTTY(nfds, readfds uint64) bool {
 	for i, b := range set {
 		for bit := range 8 {
 			if fd := i*8 + bit; b&(1<<bit) != 0 && fd < n {
-				if !p.isTTY(fd, 0) {
+				switch p.classify(fd, 0) {
+				case fdOther:
 					return false // also waiting on something else
+				case fdTerminal:
+					found = true
 				}
-				found = true
 			}
 		}
 	}
@@ -355,10 +357,12 @@ func (p prober) pollsTTY(fds, nfds uint64) bool {
 		if fd < 0 || events&(unix.POLLIN|pollRDNORM) == 0 {
 			continue // poll ignores negative fds; output-only entries are not input
 		}
-		if !p.isTTY(int(fd), 0) {
+		switch p.classify(int(fd), 0) {
+		case fdOther:
 			return false // also waiting on something else
+		case fdTerminal:
+			found = true
 		}
-		found = true
 	}
 	return found && nfds <= maxPollFDs
 }
@@ -378,10 +382,12 @@ func (p prober) epollsTTY(epfd int) bool {
 		if t.events&(unix.EPOLLIN|unix.EPOLLRDNORM) == 0 {
 			continue
 		}
-		if !p.isTTY(t.fd, t.ino) {
+		switch p.classify(t.fd, t.ino) {
+		case fdOther:
 			return false // also waiting on something else
+		case fdTerminal:
+			found = true
 		}
-		found = true
 	}
 	return found
 }
@@ -432,6 +438,34 @@ func (p prober) isTTY(fd int, ino uint64) bool {
 		return false
 	}
 	return st.Rdev == p.tty || (st.Rdev == devTTY && p.ctty == p.tty) || (p.alt != 0 && st.Rdev == p.alt)
+}
+
+// fdClass is what a descriptor in a wait set says about the wait.
+type fdClass uint8
+
+const (
+	fdOther    fdClass = iota // input from elsewhere: not a wait for a person
+	fdTerminal                // the terminal
+	fdSignals                 // a signalfd: signals, not input
+)
+
+// signalfdLink is what /proc/<pid>/fd/<n> links to for a signalfd.
+const signalfdLink = "anon_inode:[signalfd]"
+
+// classify sorts a descriptor of a select, poll or epoll set. A signalfd
+// is neither: a pager such as util-linux more waits on the terminal and a
+// signalfd at once, and it waits for a person all the same, since no data
+// arrives on a signalfd.
+func (p prober) classify(fd int, ino uint64) fdClass {
+	if p.isTTY(fd, ino) {
+		return fdTerminal
+	}
+	var buf [len(signalfdLink) + 1]byte
+	n, err := unix.Readlink(pidPath(p.pid, "fd/"+strconv.Itoa(fd)), buf[:])
+	if err == nil && string(buf[:n]) == signalfdLink {
+		return fdSignals
+	}
+	return fdOther
 }
 
 // readMem fills buf from the process's memory at addr.

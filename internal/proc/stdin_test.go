@@ -74,6 +74,9 @@ func TestWaitingOnTerminalProves(t *testing.T) {
 		{"the terminal on a high fd", `python3 -c 'import os; os.dup2(0, 10); os.read(10, 1)'`, true},
 		{"a non-main thread", `python3 -c 'import sys, threading; th = threading.Thread(target=sys.stdin.readline); th.start(); th.join()'`, true},
 		{"a pipeline member that is not the leader", `sleep 1000 | cat /dev/tty`, true},
+		// util-linux more polls its terminal and a signalfd: signals are
+		// not input, so it waits for a person all the same.
+		{"more (poll on the terminal and a signalfd)", `more <(seq 100000)`, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -112,6 +112,9 @@ quiet_fds() {
 			(($2 == TTY)) || builtin return 1
 			tty=1
 		elif [[ -f $f || -d $f || -b $f ]]; then
+			# bash's -f also holds for a file of no type: every anonymous
+			# descriptor (a signalfd, which a pager such as more polls
+			# beside the terminal, but an eventfd or a timerfd too).
 			:
 		elif [[ -p $f ]]; then
 			[[ -z ${3-} ]] || builtin return 1

@@ -1,12 +1,15 @@
 package inband
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,6 +84,10 @@ func spawnProven(t *testing.T, wchan bool) *Session {
 // through /dev/tty), and never a quiet one, one that reads a pipe, or one
 // that waits on the terminal and a socket at once (a relay).
 func TestRemoteProof(t *testing.T) {
+	long := filepath.Join(t.TempDir(), "long")
+	if err := os.WriteFile(long, bytes.Repeat([]byte("a line\n"), 10000), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	waiting := []string{
 		`read x`,
 		`cat`,
@@ -89,6 +96,8 @@ func TestRemoteProof(t *testing.T) {
 		`python3 -c 'input("name: ")'`,
 		// A REPL waits in select, with nothing else open.
 		`python3 -i`,
+		// A pager polls the terminal and a signalfd.
+		"more " + long,
 	}
 	quiet := []string{
 		`sleep 0.6`,
@@ -116,8 +125,8 @@ except OSError: pass'`,
 		t.Run(mode.name, func(t *testing.T) {
 			s := spawnProven(t, mode.wchan)
 			for _, command := range waiting {
-				if mode.wchan && command == "python3 -i" {
-					continue // select is judged by the syscall file only
+				if mode.wchan && (command == "python3 -i" || strings.HasPrefix(command, "more ")) {
+					continue // select and poll are judged by the syscall file only
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 				send, err := s.Exec(ctx, termapi.ExecRequest{Command: command, Stream: true})
