@@ -2,6 +2,7 @@ package mcpfront
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -154,14 +155,33 @@ func cannotBeAsked(req *mcp.CallToolRequest) bool {
 	if !ok || raw == nil {
 		return true
 	}
-	caps, ok := raw.(map[string]any)
-	if !ok {
-		return false
+	switch caps := raw.(type) {
+	case map[string]any:
+		for k := range caps {
+			if strings.EqualFold(k, "elicitation") {
+				return false
+			}
+		}
+		return true
+	case json.RawMessage:
+		// As the fast path leaves them (mcpfast.Decode). The word
+		// anywhere, in any case, leaves the decision to the SDK.
+		return !containsFold(caps, "elicitation")
 	}
-	for k := range caps {
-		if strings.EqualFold(k, "elicitation") {
-			return false
+	return false
+}
+
+// containsFold reports whether s holds word (lower-case ASCII) in any
+// case, without the copy bytes.ToLower would make.
+func containsFold(s []byte, word string) bool {
+	for i := 0; i+len(word) <= len(s); i++ {
+		j := 0
+		for j < len(word) && s[i+j]|0x20 == word[j] {
+			j++
+		}
+		if j == len(word) {
+			return true
 		}
 	}
-	return true
+	return false
 }

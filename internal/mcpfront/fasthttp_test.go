@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dshdev/dsh/internal/mcpfast"
 )
 
 // httpExchange is one POST's answer, as a client sees it.
@@ -416,6 +418,33 @@ func TestCannotBeAskedAgreesWithTheSDK(t *testing.T) {
 	}
 	if spared < 10 {
 		t.Errorf("cannotBeAsked spared %d of the cases, want at least 10", spared)
+	}
+	// The fast path hands the SDK the capabilities undecoded
+	// (json.RawMessage): those of the per-request protocol, at every call.
+	fastSpared := 0
+	for mname, params := range metas {
+		switch mname {
+		case "no params", "null capabilities", "capabilities not an object":
+			continue // the SDK refuses the last two before any handler runs
+		}
+		_, raw, _, ok := mcpfast.Decode(json.RawMessage(strings.Replace(params, `"_meta":{`, `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",`, 1)))
+		if !ok {
+			continue
+		}
+		req := &mcp.CallToolRequest{Params: raw}
+		if !cannotBeAsked(req) {
+			if mname == "roots only" {
+				t.Error("roots only, from the fast path: not spared the SDK's decoding")
+			}
+			continue
+		}
+		fastSpared++
+		if caps := req.ClientCapabilities(); caps != nil && caps.Elicitation != nil {
+			t.Errorf("%s, from the fast path: spared, but the SDK finds elicitation %+v", mname, caps.Elicitation)
+		}
+	}
+	if fastSpared < 3 {
+		t.Errorf("cannotBeAsked spared %d of the fast path's cases, want at least 3", fastSpared)
 	}
 	// A typed value, as an in-process caller may put there, goes to the SDK.
 	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{mcp.MetaKeyClientCapabilities: &mcp.ClientCapabilities{}}}}
