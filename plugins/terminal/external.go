@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -131,8 +132,14 @@ func takePassEnv(cfg map[string]any) ([]string, error) {
 
 // applyExternal starts the executable and registers the backend it
 // serves. The client is the entry's instance: the host stops the process
-// once AddBackend has unregistered it. An executable's sessions are not
-// kept past dsh yet: its keeper would need the filtered environment above.
+// once AddBackend has unregistered it.
+//
+// When the terminals service keeps shells (KeeperFor), the executable
+// runs as the entry's keeper instead, with the same filtered environment:
+// it holds its shells' connections (an SSH connection, a Docker exec
+// stream) in a process that outlives dsh. An executable that cannot serve
+// as a keeper (built before keepers) runs as a plugin, as without keeping,
+// and a warning says that its shells end with dsh.
 func applyExternal(pctx *host.Context, path string, cfg map[string]any) (any, error) {
 	pass, err := takePassEnv(cfg)
 	if err != nil {
@@ -142,12 +149,28 @@ func applyExternal(pctx *host.Context, path string, cfg map[string]any) (any, er
 	if err != nil {
 		return nil, fmt.Errorf("config of %s: %w", path, err)
 	}
-	c, err := backendplugin.Open(pctx.Lifetime(), path, raw, backendplugin.Options{
-		Logger: pctx.Logger(),
-		Env:    envpolicy.ForPlugin(os.Environ(), pass),
-	})
+	env := envpolicy.ForPlugin(os.Environ(), pass)
+	plan, keep, err := KeeperFor(pctx)
 	if err != nil {
 		return nil, err
+	}
+	var c *backendplugin.Client
+	if keep {
+		c, err = backendplugin.OpenKeeper(pctx.Lifetime(), backendplugin.KeeperOptions{
+			Dir: plan.Dir, Name: plan.Name, Path: path, Config: raw, Keep: plan.Keep, Env: env, Logger: pctx.Logger(),
+		})
+		if errors.Is(err, backendplugin.ErrKeeperUnsupported) {
+			pctx.Logger().Warn("this backend executable cannot keep its shells: they end with dsh", "path", path, "err", err)
+			c, err = nil, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("keeping shells: %w", err)
+		}
+	}
+	if c == nil {
+		c, err = backendplugin.Open(pctx.Lifetime(), path, raw, backendplugin.Options{Logger: pctx.Logger(), Env: env})
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := AddBackend(pctx, c); err != nil {
 		return c, fmt.Errorf("%s: %w", path, err)

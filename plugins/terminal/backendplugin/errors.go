@@ -37,6 +37,12 @@ var sentinels = map[string]error{
 // host configured it: a host that does not speak this protocol.
 var ErrNotConfigured = errors.New("backendplugin: the backend is not configured")
 
+// ErrKeeperUnsupported: the executable OpenKeeper started does not serve
+// as a keeper (it was built before keepers, or serves the protocol
+// without this package's Serve). It still serves as a plugin (Open); its
+// sessions are just not kept past dsh.
+var ErrKeeperUnsupported = errors.New("backendplugin: the executable cannot serve as a keeper")
+
 // toStatus turns an error of the backend into a gRPC status that keeps what
 // callers branch on: the sentinel it matches, the two halves of a
 // *termapi.CleanupError, context errors as their codes.

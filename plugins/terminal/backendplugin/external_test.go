@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -236,3 +238,51 @@ func TestDeploymentLoadErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestDeploymentKeepingExecutableWithoutKeepers: a host that keeps shells
+// loads an executable that cannot serve as a keeper as a plugin, as
+// without keeping: its shells work, end with the host, and a warning says
+// they are not kept.
+func TestDeploymentKeepingExecutableWithoutKeepers(t *testing.T) {
+	runtime := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", runtime)
+	d := deployment(t, "bash", "- id: remote-shell\n  name: ./backend\n  config: {idleSilenceMs: 600000}\n")
+	var log strings.Builder
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return log.Write(p)
+	}), nil))
+	ctx := context.Background()
+	h, err := host.Load(ctx, d, host.WithLogger(logger), host.WithKeeping(host.Keeping{Scope: "session-old", Keep: time.Hour}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := h.NewOwner("agent", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(bashtool.Args{Command: "echo $$"})
+	res := h.Tools().Call(ctx, o, bashtool.ToolName, args)
+	shell, err := strconv.Atoi(strings.TrimSpace(res.Text))
+	if err != nil {
+		t.Fatalf("echo $$: %q", res.Text)
+	}
+	if err := h.Close(ctx); err != nil {
+		t.Errorf("host close: %v", err)
+	}
+	pidGone(t, shell)
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(log.String(), "this backend executable cannot keep its shells: they end with dsh") {
+		t.Errorf("no warning that the shells are not kept in the log:\n%s", log.String())
+	}
+	if files, _ := filepath.Glob(filepath.Join(runtime, "dsh", "keep-*", "*.json")); len(files) != 0 {
+		t.Errorf("keeper address files %v", files)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -762,7 +762,7 @@ func (k *keeping) configureLocked(ctx context.Context, raw json.RawMessage, req 
 	if old != nil && k.config == string(raw) {
 		return &backendpb.ConfigureResponse{Type: old.Type()}, nil
 	}
-	b, err := k.srv.newBackend(ctx, raw)
+	b, err := k.srv.newBackend(withKeeperOf(ctx, k.paths.base), raw)
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -5,7 +5,7 @@ package backendplugin
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -35,10 +35,11 @@ type KeeperOptions struct {
 	Dir, Name, Path, Builtin string
 	Config                   json.RawMessage
 	Keep                     time.Duration
+	Env                      []string
 	Logger                   *slog.Logger
 }
 
-var errNoKeepers = errors.New("backendplugin: keepers need Linux")
+var errNoKeepers = fmt.Errorf("backendplugin: keepers need Linux: %w", ErrKeeperUnsupported)
 
 func OpenKeeper(context.Context, KeeperOptions) (*Client, error) { return nil, errNoKeepers }
 func StopKeeper(context.Context, string, string) error           { return errNoKeepers }

@@ -348,3 +348,50 @@ except (ConnectionResetError, BrokenPipeError):
 		t.Fatalf("the keeper answered another user: %s", out)
 	}
 }
+
+// TestKeeperGetsItsEnvironment: a keeper runs with the environment its
+// options give (a backend executable's filtered one), not the host's, and
+// passes it on to its shells.
+func TestKeeperGetsItsEnvironment(t *testing.T) {
+	// Names the shell backend passes on to its shells (Inherit core).
+	t.Setenv("LC_DSH_TEST_HOST_ONLY", "host")
+	opts := keeperOptions(t, keeperDir(t))
+	opts.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LC_DSH_TEST_KEEPER_ONLY=keeper"}
+	c := openKeeper(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	s, err := c.Spawn(ctx, termapi.SpawnSpec{SessionID: "env", OwnerID: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background(), "test")
+	out, _ := execOut(t, s, `echo "${LC_DSH_TEST_KEEPER_ONLY:-none} ${LC_DSH_TEST_HOST_ONLY:-none}"`)
+	if strings.TrimSpace(out) != "keeper none" {
+		t.Errorf("the shell's environment: %q, want the keeper's (keeper none)", out)
+	}
+}
+
+// TestOpenKeeperOfExecutableWithoutKeepers: an executable that does not
+// serve as a keeper (one built before keepers: go-plugin's Serve turns
+// away a start without its handshake) makes OpenKeeper fail with
+// ErrKeeperUnsupported, leaving no keeper, so that its caller can start it
+// as a plugin instead.
+func TestOpenKeeperOfExecutableWithoutKeepers(t *testing.T) {
+	dir := keeperDir(t)
+	// The script starts the test binary under its own name: a plugin that
+	// knows nothing of keepers.
+	opts := backendplugin.KeeperOptions{Dir: dir, Name: "old", Path: pluginScript(t, "bash")}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	c, err := backendplugin.OpenKeeper(ctx, opts)
+	if err == nil {
+		c.Close(ctx)
+		t.Fatal("OpenKeeper of an executable without keepers succeeded")
+	}
+	if !errors.Is(err, backendplugin.ErrKeeperUnsupported) {
+		t.Fatalf("OpenKeeper: %v, want ErrKeeperUnsupported", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "old.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a keeper's address file is there: %v", err)
+	}
+}

@@ -48,6 +48,11 @@ type KeeperOptions struct {
 	// Keep is how long the keeper keeps a session no host holds; zero
 	// means DefaultKeep.
 	Keep time.Duration
+	// Env is the keeper's environment, as Options.Env is a plugin's: a
+	// backend executable gets the filtered environment it would get
+	// started as a plugin, and passes it on to its shells. nil means
+	// dsh's own (dsh's binary keeping its builtin backend).
+	Env []string
 	// Logger receives the client's records; nil discards them. The
 	// keeper logs to its own file (Name.log in Dir).
 	Logger *slog.Logger
@@ -216,6 +221,7 @@ func (kc *keeperClient) launch(ctx context.Context) (keeperAddress, error) {
 		Args:        []string{keeperArg0, kc.opts.Builtin, keeperLaunch, kc.paths.base, kc.opts.Keep.String()},
 		Stdout:      logf,
 		Stderr:      logf,
+		Env:         kc.opts.Env,
 		ExtraFiles:  []*os.File{w},
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
@@ -225,14 +231,28 @@ func (kc *keeperClient) launch(ctx context.Context) (keeperAddress, error) {
 	if err != nil {
 		return keeperAddress{}, fmt.Errorf("start keeper %s: %w", kc.opts.Path, err)
 	}
-	if err := cmd.Wait(); err != nil {
-		return keeperAddress{}, fmt.Errorf("start keeper %s: %w%s", kc.opts.Path, err, kc.logTail())
-	}
 	lines := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(r).ReadString('\n')
 		lines <- strings.TrimSpace(line)
 	}()
+	if err := cmd.Wait(); err != nil {
+		// A launcher that failed wrote why on the pipe, and nothing else
+		// holds it: its line is there, or the pipe is at its end. An
+		// executable that says nothing there does not know it was asked
+		// to keep: one built before keepers, which go-plugin's Serve
+		// turned away as started by hand.
+		select {
+		case line := <-lines:
+			if line == "" {
+				return keeperAddress{}, fmt.Errorf("start keeper %s: %w: %v%s", kc.opts.Path, ErrKeeperUnsupported, err, kc.logTail())
+			}
+			return keeperAddress{}, fmt.Errorf("start keeper %s: %s", kc.opts.Path, line)
+		case <-ctx.Done():
+			r.Close()
+			return keeperAddress{}, fmt.Errorf("start keeper %s: %w%s", kc.opts.Path, err, kc.logTail())
+		}
+	}
 	select {
 	case line := <-lines:
 		if line != "ok" {
