@@ -27,5 +27,10 @@ func newBackend(ctx context.Context, raw json.RawMessage) (termapi.Backend, erro
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if keeper, ok := backendplugin.KeeperOf(ctx); ok {
+		// Its containers outlive dsh: labelled for the next keeper of
+		// this entry, which removes them if this one dies.
+		return terminaldocker.NewKept(ctx, cfg, log, keeper)
+	}
 	return terminaldocker.New(ctx, cfg, log)
 }

@@ -57,6 +57,9 @@ type Backend struct {
 	// noLocalProof runs the stdin probe in the container even where this
 	// machine could read its processes, as with a remote daemon (tests).
 	noLocalProof bool
+	// keeper and keeperProcess label the containers of a backend a keeper
+	// serves (NewKept); empty otherwise.
+	keeper, keeperProcess string
 
 	sessions backendkit.Sessions[*inband.Session]
 }
@@ -317,7 +320,7 @@ func (b *Backend) create(ctx context.Context, spec termapi.SpawnSpec) (string, b
 		// the shells are execs, and the container lives until removed.
 		Cmd:       []string{b.cfg.Shell, "--noprofile", "--norc"},
 		OpenStdin: true,
-		Labels:    map[string]string{"dsh.session": spec.SessionID, "dsh.owner": spec.OwnerID},
+		Labels:    b.labels(spec.SessionID, spec.OwnerID),
 	}
 	name := "dsh-" + backendkit.SafeName(spec.SessionID) + "-" + randomSuffix()
 	created, err := b.api.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cc, HostConfig: hc, Name: name})
