@@ -67,7 +67,7 @@ func buildBackend(t *testing.T, name string) string {
 		if backendBinaries.dir, backendBinaries.err = os.MkdirTemp("", "dsh-check-"); backendBinaries.err != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-o", backendBinaries.dir+"/", "./dsh-backend-ssh").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", backendBinaries.dir+"/", "./dsh-backend-ssh", "./dsh-backend-docker").CombinedOutput()
 		if err != nil {
 			backendBinaries.err = fmt.Errorf("go build: %w\n%s", err, out)
 		}
