@@ -269,3 +269,45 @@ func startRemoteSession(t *testing.T, env []string, args ...string) (*mcp.Client
 	})
 	return cs, cmd
 }
+
+// TestE2EStdioSSHKeeperLost: what a keeper of SSH shells that dies leaves
+// on the remote host. The connection drops, sshd hangs up the shell, and
+// the shell ends with its jobs; what it started in a session of its own
+// stays (the README says so). The next dsh says the shell could not be
+// kept.
+func TestE2EStdioSSHKeeperLost(t *testing.T) {
+	srv := startSSHD(t)
+	rk := sshKeep(t, srv)
+	env, runtime := keepEnv(t)
+	work := t.TempDir()
+	fifos := mkfifos(t, work, "job", "daemon")
+	args := []string{"--deployment", rk.deployment, "--session", "lost", "--workdir", work}
+	cs, cmd := startRemoteSession(t, env, args...)
+	shell := bashPid(t, cs)
+	bash(t, cs, fmt.Sprintf("sh -c 'echo $$ > %s; exec sleep 1000' &", fifos[0]))
+	job := readPid(t, fifos[0])
+	bash(t, cs, fmt.Sprintf("setsid sh -c 'echo $$ > %s; exec sleep 1000' &", fifos[1]))
+	daemon := readPid(t, fifos[1])
+	t.Cleanup(func() { _ = unix.Kill(daemon, unix.SIGKILL) })
+	keepers := keeperPIDs(t, runtime)
+	if len(keepers) != 1 {
+		t.Fatalf("keepers %v, want one", keepers)
+	}
+	killDsh(t, cs, cmd)
+	if err := unix.Kill(keepers[0], unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, keepers[0], "the keeper")
+	waitExit(t, shell, "the remote shell of a killed keeper")
+	waitExit(t, job, "the remote shell's job")
+	if err := unix.Kill(daemon, 0); err != nil {
+		t.Errorf("the job the remote shell started in a session of its own ended too: %v (the README says it stays)", err)
+	}
+
+	cs, cmd = startRemoteSession(t, env, args...)
+	out, _ := bash(t, cs, "echo must-not-run")
+	if !strings.HasPrefix(out, "[dsh restarted, and this shell could not be kept: its keeper had ended too. The command was not run.]") {
+		t.Errorf("first result after the keeper died:\n%s", out)
+	}
+	closeAndWait(t, cs, cmd)
+}
