@@ -311,3 +311,52 @@ func TestE2EStdioSSHKeeperLost(t *testing.T) {
 	}
 	closeAndWait(t, cs, cmd)
 }
+
+// TestE2EHTTPDockerSessionSurvivesKill: over HTTP with --keep-shells, a
+// Docker shell survives kill -9 of dsh in its keeper; the client that had
+// the session goes on with the same shell and container.
+func TestE2EHTTPDockerSessionSurvivesKill(t *testing.T) {
+	rk := dockerKeep(t)
+	runtime := t.TempDir()
+	t.Cleanup(func() { stopKeepers(t, runtime) })
+	env := []string{"XDG_RUNTIME_DIR=" + runtime}
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte(testToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))
+	args := []string{"--http", addr, "--token-file", tokens, "--keep-shells", "1h", "--deployment", rk.deployment, "--workdir", t.TempDir()}
+
+	d := startHTTPEnv(t, env, args...)
+	d.client.Transport = bearer{testToken, d.client.Transport}
+	cs := d.connect(t)
+	if out, _ := bash(t, cs, "cd /tmp; export X=1"); out != "" {
+		t.Fatalf("cd; export: %q", out)
+	}
+	shell, _ := bash(t, cs, "echo $$")
+	containers := rk.containers(t, runtime)
+	if len(containers) != 1 {
+		t.Fatalf("containers %v, want one", containers)
+	}
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.exited
+
+	d2 := startHTTPEnv(t, env, args...)
+	out, isErr := bash(t, cs, `echo "$X"; pwd; echo $$`)
+	if isErr || !strings.HasPrefix(out, "[dsh restarted; this shell was kept") || !strings.HasSuffix(out, "\n1\n/tmp\n"+shell) {
+		t.Fatalf("first call after the restart (error %v):\n%s", isErr, out)
+	}
+	if after := rk.containers(t, runtime); len(after) != 1 || after[0] != containers[0] {
+		t.Errorf("containers %v, want the same one, %s", after, containers[0])
+	}
+	// A session that ends ends its shell and removes its container.
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d2.stop(t, os.Interrupt)
+	if left := rk.containers(t, runtime); len(left) != 0 {
+		t.Errorf("containers left after the session ended: %v", left)
+	}
+}
