@@ -22,6 +22,17 @@
 // jobs) and, where the shell's host pid is known, kills what is left of
 // the shell's session (a job that ignored SIGHUP).
 //
+// # Kept containers
+//
+// Served by a keeper (NewKept, which cmd/dsh-backend-docker uses when
+// backendplugin.KeeperOf says so), the backend holds its sessions' exec
+// streams and containers past dsh. Its containers are labelled with the
+// keeper's base path and process identity (dsh.keeper,
+// dsh.keeper.process), and NewKept removes those of the same base whose
+// process is gone: a keeper that was killed leaves its containers running,
+// and the next keeper of the entry removes them. Existing containers are
+// never removed.
+//
 // # The shell
 //
 // The exec runs `bash --noediting --noprofile --norc -i` with a TTY of
