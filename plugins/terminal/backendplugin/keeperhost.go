@@ -245,7 +245,11 @@ func (kc *keeperClient) launch(ctx context.Context) (keeperAddress, error) {
 		select {
 		case line := <-lines:
 			if line == "" {
-				return keeperAddress{}, fmt.Errorf("start keeper %s: %w: %v%s", kc.opts.Path, ErrKeeperUnsupported, err, kc.logTail())
+				// No keeper ran: its log is only what the executable
+				// said, which the error carries.
+				err := fmt.Errorf("start keeper %s: %w: %v%s", kc.opts.Path, ErrKeeperUnsupported, err, kc.logTail())
+				_ = os.Remove(kc.paths.log())
+				return keeperAddress{}, err
 			}
 			return keeperAddress{}, fmt.Errorf("start keeper %s: %s", kc.opts.Path, line)
 		case <-ctx.Done():
