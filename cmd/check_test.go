@@ -61,7 +61,7 @@ var backendBinaries struct {
 	err  error
 }
 
-func buildBackend(t *testing.T, name string) string {
+func buildBackend(t testing.TB, name string) string {
 	t.Helper()
 	backendBinaries.once.Do(func() {
 		if backendBinaries.dir, backendBinaries.err = os.MkdirTemp("", "dsh-check-"); backendBinaries.err != nil {

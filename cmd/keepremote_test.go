@@ -206,7 +206,7 @@ func TestE2EStdioDockerKeeperLostContainerRemoved(t *testing.T) {
 	closeAndWait(t, cs, cmd)
 }
 
-func dockerKeep(t *testing.T) remoteKeep {
+func dockerKeep(t testing.TB) remoteKeep {
 	host := dockertest.Daemon(t)
 	api, err := client.New(client.WithHost(host))
 	if err != nil {
@@ -359,4 +359,17 @@ func TestE2EHTTPDockerSessionSurvivesKill(t *testing.T) {
 	if left := rk.containers(t, runtime); len(left) != 0 {
 		t.Errorf("containers left after the session ended: %v", left)
 	}
+}
+
+// BenchmarkE2EStdioDockerSessionReattach is BenchmarkE2EStdioSessionReattach
+// on the docker backend: dsh starts, its keeper (the docker executable) is
+// found and configured, and the first call takes the kept shell back.
+// BenchmarkE2EStdioDockerSessionFresh is the same round without
+// --session: a fresh plugin, container and shell each time.
+func BenchmarkE2EStdioDockerSessionReattach(b *testing.B) {
+	benchSessionRound(b, "--deployment", dockerKeep(b).deployment, "--session", "bench")
+}
+
+func BenchmarkE2EStdioDockerSessionFresh(b *testing.B) {
+	benchSessionRound(b, "--deployment", dockerKeep(b).deployment)
 }

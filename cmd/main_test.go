@@ -58,7 +58,7 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-func writeFile(t *testing.T, text string) string {
+func writeFile(t testing.TB, text string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "deploy.yaml")
 	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
