@@ -83,7 +83,11 @@ type pooled struct {
 // keptPool is what the service learnt from its backends' keepers, by
 // owner key. Guarded by Service.mu.
 type keptPool struct {
-	listed  map[termapi.Backend]bool
+	listed map[termapi.Backend]bool
+	// listing is closed when the List in flight for a backend returns:
+	// the owners that come back together (a thousand, after a restart)
+	// wait for one List rather than each asking for every session.
+	listing map[termapi.Backend]chan struct{}
 	byOwner map[string][]*pooled
 	release *time.Timer // lets go of what Reattach attached and no owner took
 }
@@ -174,8 +178,41 @@ func (s *Service) takePooledLocked(owner string, req AdoptRequest) *pooled {
 }
 
 // listKept asks backend, once, which sessions it keeps, and pools them by
-// owner.
+// owner. Callers that come while a List is in flight wait for it.
 func (s *Service) listKept(ctx context.Context, typ string, backend termapi.Backend) error {
+	for {
+		s.mu.Lock()
+		if s.pool.listed[backend] {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.pool.listing == nil {
+			s.pool.listing = make(map[termapi.Backend]chan struct{})
+		}
+		inFlight := s.pool.listing[backend]
+		if inFlight == nil {
+			done := make(chan struct{})
+			s.pool.listing[backend] = done
+			s.mu.Unlock()
+			err := s.listOnce(ctx, typ, backend)
+			s.mu.Lock()
+			delete(s.pool.listing, backend)
+			s.mu.Unlock()
+			close(done)
+			return err
+		}
+		s.mu.Unlock()
+		select {
+		case <-inFlight:
+			// Listed, or failed: then this caller asks itself.
+		case <-ctx.Done():
+			return fmt.Errorf("list kept PTY sessions (%s): %w", typ, context.Cause(ctx))
+		}
+	}
+}
+
+// listOnce asks backend which sessions it keeps, and pools them by owner.
+func (s *Service) listOnce(ctx context.Context, typ string, backend termapi.Backend) error {
 	infos, err := backend.List(ctx)
 	if errors.Is(err, errors.ErrUnsupported) {
 		infos, err = nil, nil
@@ -190,6 +227,8 @@ func (s *Service) listKept(ctx context.Context, typ string, backend termapi.Back
 	}
 	if s.pool.listed == nil {
 		s.pool.listed = make(map[termapi.Backend]bool)
+	}
+	if s.pool.byOwner == nil {
 		s.pool.byOwner = make(map[string][]*pooled)
 	}
 	s.pool.listed[backend] = true
