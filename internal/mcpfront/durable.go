@@ -19,8 +19,11 @@ import (
 
 // sessionID is the id of a new session: the one revive hands the SDK, or
 // a fresh random one.
+// A revive's id is taken once, and taking it ends the revive's hold on
+// new sessions (see revive).
 func (f *Front) sessionID() string {
-	if id := f.nextSessionID.Load(); id != nil {
+	if id := f.nextSessionID.Swap(nil); id != nil {
+		f.reviving.Unlock()
 		return *id
 	}
 	return rand.Text()
@@ -118,9 +121,19 @@ func (s *SessionStore) saveLocked() error {
 // user: it initializes a session under that id, as the client did the
 // first time, so that the client's request goes on as if dsh had never
 // gone. The session's owner then takes its kept shell back (ownerFor).
+//
+// The SDK takes a new session's id from one callback (sessionID), so only
+// one session may be in the making while a revive hands it its id: revive
+// holds f.reviving from then until the SDK has taken the id, not for the
+// whole initialize, so that a thousand clients that come back together
+// are revived side by side. Requests for the same id take turns.
 func (f *Front) revive(sdk http.Handler, r *http.Request, id, user string, idle *idleSessions) error {
-	f.reviving.Lock()
-	defer f.reviving.Unlock()
+	end, first := f.revives.start(id)
+	if !first {
+		<-end // another request revives it
+		return nil
+	}
+	defer f.revives.end(id)
 	if f.users.known(id) {
 		return nil // another request revived it first
 	}
@@ -128,11 +141,15 @@ func (f *Front) revive(sdk http.Handler, r *http.Request, id, user string, idle 
 	if version == "" {
 		version = "2025-06-18"
 	}
-	f.nextSessionID.Store(&id)
-	defer f.nextSessionID.Store(nil)
 	initialize := fmt.Sprintf(`{"jsonrpc":"2.0","id":"dsh-revive","method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"dsh-revived","version":"0"}}}`, version)
 	w := newCapture()
+	f.reviving.Lock()
+	next := &id
+	f.nextSessionID.Store(next)
 	f.reviveCall(sdk, r, w, initialize, "", version)
+	if f.nextSessionID.CompareAndSwap(next, nil) {
+		f.reviving.Unlock() // the SDK made no session
+	}
 	if got := w.header.Get(sessionIDHeader); w.code != http.StatusOK || got != id {
 		return fmt.Errorf("mcpfront: revive a session: the SDK answered %d: %s", w.code, strings.TrimSpace(w.body.String()))
 	}
@@ -145,6 +162,36 @@ func (f *Front) revive(sdk http.Handler, r *http.Request, id, user string, idle 
 		return fmt.Errorf("mcpfront: revive a session: initialized: %d: %s", w.code, strings.TrimSpace(w.body.String()))
 	}
 	return nil
+}
+
+// revivals are the session ids being revived, each with a channel closed
+// when its revive ends.
+type revivals struct {
+	mu       sync.Mutex
+	inFlight map[string]chan struct{}
+}
+
+// start reports whether the caller revives id (first), or another request
+// does, which closes end when it is done.
+func (v *revivals) start(id string) (end <-chan struct{}, first bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if ch, ok := v.inFlight[id]; ok {
+		return ch, false
+	}
+	if v.inFlight == nil {
+		v.inFlight = make(map[string]chan struct{})
+	}
+	ch := make(chan struct{})
+	v.inFlight[id] = ch
+	return ch, true
+}
+
+func (v *revivals) end(id string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	close(v.inFlight[id])
+	delete(v.inFlight, id)
 }
 
 // reviveCall hands the SDK one POST of body, with r's context (its

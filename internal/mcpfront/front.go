@@ -105,12 +105,14 @@ type Front struct {
 	ownerID          string // Options.OwnerID
 	detach           bool   // Options.DetachOwners
 	// store, over HTTP with kept shells, remembers the sessions for a
-	// later dsh (HTTPOptions.Sessions); reviving serializes reviving one
-	// with making new ones, so that only revive hands the SDK an id
-	// (nextSessionID).
+	// later dsh (HTTPOptions.Sessions); reviving serializes handing the
+	// SDK a revived session's id (nextSessionID) with making new sessions,
+	// so that only the revive's session takes it; revives are the ids
+	// being revived.
 	store         *SessionStore
 	reviving      sync.RWMutex
 	nextSessionID atomic.Pointer[string]
+	revives       revivals
 	logger        *slog.Logger
 	progress      time.Duration
 	calls         CallObserver
