@@ -5,13 +5,16 @@ package dshcmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -285,15 +288,25 @@ func testSessionSurvivesKill(t *testing.T, check func(*testing.T, *mcp.ClientSes
 const strayHeader = "[output from background jobs since the previous call]"
 
 // TestE2EStdioSessionExpires: with --keep-shells 2s, a shell no dsh takes
-// back is ended with what it started, and its keeper exits and leaves no
-// files.
+// back is ended with what it started (a job in a session of its own, a
+// double-forked one, the shell's cgroup leaves), and its keeper exits and
+// leaves no files but its lock and the record of the shell it ended. The
+// next dsh of the session says so on its first call, with the reset
+// notice, and does not run the command; the call after runs in a fresh
+// shell in the workspace.
 func TestE2EStdioSessionExpires(t *testing.T) {
 	env, runtime := keepEnv(t)
-	started := mkfifos(t, t.TempDir(), "started")[0]
-	cs, cmd := startSession(t, env, "--session", "brief", "--keep-shells", "2s", "--workdir", t.TempDir())
+	fifos := mkfifos(t, t.TempDir(), "started", "forked")
+	work := t.TempDir()
+	args := []string{"--session", "brief", "--keep-shells", "2s", "--workdir", work}
+	cs, cmd := startSession(t, env, args...)
 	shell := bashPid(t, cs)
-	bash(t, cs, fmt.Sprintf("setsid sh -c 'echo $$ > %s; exec sleep 1000' &", started))
-	job := readPid(t, started)
+	leaves := shellCgroupLeaves(t, shell)
+	bash(t, cs, "cd /tmp")
+	bash(t, cs, fmt.Sprintf("setsid sh -c 'echo $$ > %s; exec sleep 1000' &", fifos[0]))
+	job := readPid(t, fifos[0])
+	bash(t, cs, fmt.Sprintf("(sh -c 'echo $$ > %s; exec sleep 1000' &)", fifos[1]))
+	orphan := readPid(t, fifos[1])
 	keepers := keeperPIDs(t, runtime)
 	if len(keepers) != 1 {
 		t.Fatalf("keepers %v, want one", keepers)
@@ -301,17 +314,74 @@ func TestE2EStdioSessionExpires(t *testing.T) {
 	killDsh(t, cs, cmd)
 	waitExit(t, shell, "the shell")
 	waitExit(t, job, "the shell's job in a session of its own")
+	waitExit(t, orphan, "the shell's double-forked job")
 	waitExit(t, keepers[0], "the keeper")
-	// Only the keeper's lock file stays (empty): a file others may hold
-	// is not removed.
+	for _, leaf := range leaves {
+		if _, err := os.Stat(leaf); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the shell's cgroup %s is left (%v)", leaf, err)
+		}
+	}
+	// Only the keeper's lock file stays (empty: a file others may hold
+	// is not removed), and the record of the shell it ended.
 	for _, dir := range keeperDirs(runtime) {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
-			if !strings.HasSuffix(e.Name(), ".lock") {
+			switch {
+			case strings.HasSuffix(e.Name(), ".lock"):
+			case strings.HasSuffix(e.Name(), ".expired"):
+				records, _ := os.ReadDir(filepath.Join(dir, e.Name()))
+				if len(records) != 1 {
+					t.Errorf("%s holds %d records, want the ended shell's", e.Name(), len(records))
+				}
+			default:
 				t.Errorf("the keeper left %s in %s", e.Name(), dir)
 			}
 		}
 	}
+
+	cs, cmd = startSession(t, env, args...)
+	out, _ := bash(t, cs, "echo must-not-run")
+	want := "[dsh restarted, and this shell could not be kept: no dsh took it back within --keep-shells (2s), so its keeper ended it. The command was not run.]\nThe persistent bash shell was reset; the next bash call starts from the workspace with a fresh current directory and environment."
+	if out != want {
+		t.Errorf("first result after the keeper ended the shell:\n%s\nwant:\n%s", out, want)
+	}
+	if out, _ := bash(t, cs, "pwd"); out != work {
+		t.Errorf("pwd in the fresh shell: %q, want the workspace %q", out, work)
+	}
+	closeAndWait(t, cs, cmd)
+}
+
+// shellCgroupLeaves are the cgroups dsh made for a shell: those of its
+// process that are not dsh's own (the test's).
+func shellCgroupLeaves(t *testing.T, pid int) []string {
+	t.Helper()
+	read := func(pid string) map[string]string {
+		data, err := os.ReadFile(filepath.Join("/proc", pid, "cgroup"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make(map[string]string)
+		for line := range strings.Lines(string(data)) {
+			parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
+			if len(parts) == 3 {
+				out[parts[1]] = parts[2]
+			}
+		}
+		return out
+	}
+	mine := read("self")
+	var leaves []string
+	for controllers, path := range read(strconv.Itoa(pid)) {
+		if path == mine[controllers] {
+			continue
+		}
+		dir := "/sys/fs/cgroup/unified"
+		if controllers != "" {
+			dir = filepath.Join("/sys/fs/cgroup", strings.TrimPrefix(controllers, "name="))
+		}
+		leaves = append(leaves, filepath.Join(dir, path))
+	}
+	return leaves
 }
 
 // TestE2EStdioSessionKeeperLost: when the keeper dies with dsh, the next
@@ -470,6 +540,58 @@ func TestE2EHTTPSessionSurvivesKill(t *testing.T) {
 	}
 	waitExit(t, shell, "the shell of an ended session")
 	d3.stop(t, os.Interrupt)
+}
+
+// TestE2EHTTPSessionExpiredIsSaid: over HTTP with --keep-shells 2s, a
+// shell no dsh took back in time is ended by its keeper; the client that
+// comes back with its session id to a dsh started again is told so on its
+// first call, with the reset notice, and its next call runs in a fresh
+// shell in the workspace.
+func TestE2EHTTPSessionExpiredIsSaid(t *testing.T) {
+	runtime := t.TempDir()
+	t.Cleanup(func() { stopKeepers(t, runtime) })
+	env := []string{"XDG_RUNTIME_DIR=" + runtime}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte(testToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	args := []string{"--http", addr, "--token-file", tokens, "--keep-shells", "2s", "--workdir", work}
+
+	d := startHTTPEnv(t, env, args...)
+	d.client.Transport = bearer{testToken, d.client.Transport}
+	cs := d.connect(t)
+	bash(t, cs, "cd /tmp")
+	shell := bashPid(t, cs)
+	keepers := keeperPIDs(t, runtime)
+	if len(keepers) != 1 {
+		t.Fatalf("keepers %v, want one", keepers)
+	}
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.exited
+	waitExit(t, shell, "the shell no dsh took back")
+	waitExit(t, keepers[0], "the keeper")
+
+	startHTTPEnv(t, env, args...)
+	out, _ := bash(t, cs, "echo must-not-run")
+	want := "[dsh restarted, and this shell could not be kept: no dsh took it back within --keep-shells (2s), so its keeper ended it. The command was not run.]\nThe persistent bash shell was reset; the next bash call starts from the workspace with a fresh current directory and environment."
+	if out != want {
+		t.Errorf("first result after the keeper ended the shell:\n%s\nwant:\n%s", out, want)
+	}
+	if out, _ := bash(t, cs, "pwd"); out != work {
+		t.Errorf("pwd in the fresh shell: %q, want the workspace %q", out, work)
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestE2EReplSession: dsh repl --session keeps its shell when its input

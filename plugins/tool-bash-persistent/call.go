@@ -33,9 +33,11 @@ const (
 	unusableShell  = "[The shell was not at its prompt (a program had taken its terminal), so it was replaced. The command ran in a new shell.]"
 	// keptShell starts the first result after dsh restarted and took the
 	// owner's shell back from its keeper; lostShell says the keeper had
-	// ended too, before the reset notice.
+	// ended too, before the reset notice, and expiredShell that the keeper
+	// ended the shell because no dsh took it back in time.
 	keptShell         = "[dsh restarted; this shell was kept, with its directory, environment and jobs. While dsh was away: %s.]"
 	lostShell         = "[dsh restarted, and this shell could not be kept: its keeper had ended too. The command was not run.]"
+	expiredShell      = "[dsh restarted, and this shell could not be kept: no dsh took it back within --keep-shells (%s), so its keeper ended it. The command was not run.]"
 	continuedShell    = "[The shell had been stopped (SIGSTOP); it was continued.]"
 	droppedBackground = "[Older output of background jobs was dropped; what follows is the newest.]"
 	startedLine       = "[The command was started in the background as job %%%[1]d and keeps running. Its output appears in later results; `wait %%%[1]d` waits for it and gives its status, `kill %%%[1]d` stops it.]"
@@ -165,6 +167,8 @@ func (p *plugin) call(ctx context.Context, owner *host.Owner, args Args) (string
 	switch {
 	case resumed:
 		text, err = r.resumeParked(parked)
+	case r.lost && r.expired > 0:
+		text = joinNonEmpty(fmt.Sprintf(expiredShell, shortDuration(r.expired)), resetNotice)
 	case r.lost:
 		text = joinNonEmpty(lostShell, resetNotice)
 	case r.kept != nil:
@@ -235,6 +239,9 @@ type run struct {
 	// happened while no dsh held it; lost, that its keeper had ended.
 	kept *termapi.Kept
 	lost bool
+	// expired, with lost, is how long the keeper kept the shell without a
+	// dsh before it ended it.
+	expired time.Duration
 	// hits are the limits the shell's processes ran into during the call.
 	hits termapi.Limits
 	// lastOut is when the command last printed, or began.
@@ -434,7 +441,7 @@ func (r *run) adopt() (bool, error) {
 	r.st.proven = info.Capabilities.InputProof
 	r.st.copyFiles = info.Capabilities.Files && !info.Capabilities.HostFiles
 	if info.Kept != nil && info.Kept.Lost {
-		r.lost = true
+		r.lost, r.expired = true, info.Kept.Expired
 		r.reset(reasonExited)
 		return true, nil
 	}
@@ -443,6 +450,18 @@ func (r *run) adopt() (bool, error) {
 		r.kept = &termapi.Kept{}
 	}
 	return true, nil
+}
+
+// shortDuration is d as a person writes it: 1h, 90m, 2s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // takeBack runs the first call on a shell taken back from its keeper: the

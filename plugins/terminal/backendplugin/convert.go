@@ -132,7 +132,7 @@ func keptToPB(k *termapi.Kept) *backendpb.Kept {
 	if k == nil {
 		return nil
 	}
-	out := &backendpb.Kept{Held: k.Held, Lost: k.Lost, Output: k.Output, Lines: k.Lines, Dropped: k.Dropped}
+	out := &backendpb.Kept{Held: k.Held, Lost: k.Lost, Output: k.Output, Lines: k.Lines, Dropped: k.Dropped, ExpiredNs: int64(k.Expired)}
 	if !k.Since.IsZero() {
 		out.SinceUnixNs = k.Since.UnixNano()
 	}
@@ -149,7 +149,7 @@ func keptFromPB(k *backendpb.Kept) *termapi.Kept {
 	if k == nil {
 		return nil
 	}
-	out := &termapi.Kept{Held: k.GetHeld(), Lost: k.GetLost(), Output: k.GetOutput(), Lines: k.GetLines(), Dropped: k.GetDropped()}
+	out := &termapi.Kept{Held: k.GetHeld(), Lost: k.GetLost(), Output: k.GetOutput(), Lines: k.GetLines(), Dropped: k.GetDropped(), Expired: time.Duration(k.GetExpiredNs())}
 	if ns := k.GetSinceUnixNs(); ns != 0 {
 		out.Since = time.Unix(0, ns)
 	}

@@ -198,6 +198,11 @@ func (p keeperPaths) lock() string     { return p.base + ".lock" }
 func (p keeperPaths) log() string      { return p.base + ".log" }
 func (p keeperPaths) sessions() string { return p.base + ".d" }
 
+// expired holds a record of each session the keeper ended because no
+// host took it back in time; it outlives the keeper, so that the next
+// dsh tells the session's owner (see keeperClient.collectExpired).
+func (p keeperPaths) expired() string { return p.base + ".expired" }
+
 // keeping is a server's state as a keeper: the hosts connected, which
 // of them holds each session, and what each session kept while none did.
 type keeping struct {
@@ -468,6 +473,9 @@ type meta struct {
 	ID    string `json:"id"`
 	Owner string `json:"owner"`
 	Name  string `json:"name,omitempty"`
+	// KeptNs, in an expired record, is how long the keeper kept the
+	// session without a host before it ended it.
+	KeptNs int64 `json:"kept_ns,omitempty"`
 }
 
 func (k *keeping) metaPath(id string) string {
@@ -639,6 +647,7 @@ func (k *keeping) expire(s *kept) {
 	}
 	k.srv.mu.Unlock()
 	k.log.Info("session kept too long without a host: ending it", "session", s.id, "owner", s.owner)
+	k.recordExpired(s)
 	ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
 	defer cancel()
 	if err := s.sess.Close(ctx, "kept too long without dsh"); err != nil {
@@ -650,6 +659,22 @@ func (k *keeping) expire(s *kept) {
 	}
 	k.srv.mu.Unlock()
 	k.forget(s.id)
+}
+
+// recordExpired writes down that s was ended for want of a host, for its
+// owner's next dsh: a shell is never replaced in silence.
+func (k *keeping) recordExpired(s *kept) {
+	k.srv.mu.Lock()
+	keep := k.keep
+	k.srv.mu.Unlock()
+	data, _ := json.Marshal(meta{ID: s.id, Owner: s.owner, Name: s.name, KeptNs: int64(keep)})
+	err := os.MkdirAll(k.paths.expired(), 0o700)
+	if err == nil {
+		err = writeFileAtomic(filepath.Join(k.paths.expired(), safeFileName(s.id)+".json"), data)
+	}
+	if err != nil {
+		k.log.Warn("writing an expired session's record failed", "session", s.id, "err", err)
+	}
 }
 
 // backgroundTaker is a session whose lines no send claimed can be taken

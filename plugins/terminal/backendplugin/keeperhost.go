@@ -142,6 +142,9 @@ func (kc *keeperClient) start(ctx context.Context, config json.RawMessage) (*pro
 	kc.first = false
 	kc.mu.Unlock()
 
+	if first {
+		kc.collectExpired()
+	}
 	addr, err := readAddress(kc.paths.address())
 	live := err == nil && addr.identity().Alive()
 	if !live {
@@ -199,6 +202,33 @@ func (kc *keeperClient) buryDead(collect bool) {
 	_ = os.RemoveAll(kc.paths.sessions())
 	_ = os.Remove(kc.paths.socket())
 	_ = os.Remove(kc.paths.address())
+}
+
+// collectExpired reads, and removes, the records of the sessions the
+// keeper ended because no dsh took them back in time, to list them as
+// lost (termapi.Kept.Expired says why).
+func (kc *keeperClient) collectExpired() {
+	entries, _ := os.ReadDir(kc.paths.expired())
+	for _, e := range entries {
+		path := filepath.Join(kc.paths.expired(), e.Name())
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		data, err := os.ReadFile(path)
+		var m meta
+		if err == nil && json.Unmarshal(data, &m) == nil && m.ID != "" {
+			kc.mu.Lock()
+			kc.lost[m.ID] = termapi.Info{
+				ID: m.ID, OwnerID: m.Owner, Name: m.Name,
+				Status:       termapi.Status{Exited: true, ExitCode: -1},
+				Capabilities: termapi.Capabilities{Keep: true, Attach: true},
+				Kept:         &termapi.Kept{Lost: true, Expired: time.Duration(m.KeptNs)},
+			}
+			kc.mu.Unlock()
+		}
+		_ = os.Remove(path)
+	}
+	_ = os.Remove(kc.paths.expired()) // empty now, unless the keeper ended another meanwhile
 }
 
 // launch starts a keeper and waits until it listens. The executable runs

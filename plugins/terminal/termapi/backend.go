@@ -81,6 +81,9 @@ type Kept struct {
 	// restarted) and the session with it. Attach hands over a session
 	// whose shell has exited.
 	Lost bool
+	// Expired, with Lost: the keeper ended the session itself because no
+	// caller took it back within its keep time, this long.
+	Expired time.Duration
 	// Unit is the work whose end no caller received (Session.Resume), or
 	// nil.
 	Unit *Unit

@@ -760,6 +760,7 @@ type Kept struct {
 	Output        int64                  `protobuf:"varint,5,opt,name=output,proto3" json:"output,omitempty"`
 	Dropped       int64                  `protobuf:"varint,6,opt,name=dropped,proto3" json:"dropped,omitempty"`
 	Lines         int64                  `protobuf:"varint,7,opt,name=lines,proto3" json:"lines,omitempty"`
+	ExpiredNs     int64                  `protobuf:"varint,8,opt,name=expired_ns,json=expiredNs,proto3" json:"expired_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -839,6 +840,13 @@ func (x *Kept) GetDropped() int64 {
 func (x *Kept) GetLines() int64 {
 	if x != nil {
 		return x.Lines
+	}
+	return 0
+}
+
+func (x *Kept) GetExpiredNs() int64 {
+	if x != nil {
+		return x.ExpiredNs
 	}
 	return 0
 }
@@ -2612,7 +2620,7 @@ const file_backend_proto_rawDesc = "" +
 	"\x03pid\x18\x04 \x01(\x03R\x03pid\x125\n" +
 	"\x06status\x18\x05 \x01(\v2\x1d.dsh.backend.v2.SessionStatusR\x06status\x12@\n" +
 	"\fcapabilities\x18\x06 \x01(\v2\x1c.dsh.backend.v2.CapabilitiesR\fcapabilities\x12(\n" +
-	"\x04kept\x18\x14 \x01(\v2\x14.dsh.backend.v2.KeptR\x04kept\"\xc4\x01\n" +
+	"\x04kept\x18\x14 \x01(\v2\x14.dsh.backend.v2.KeptR\x04kept\"\xe3\x01\n" +
 	"\x04Kept\x12\"\n" +
 	"\rsince_unix_ns\x18\x01 \x01(\x03R\vsinceUnixNs\x12\x12\n" +
 	"\x04held\x18\x02 \x01(\bR\x04held\x12\x12\n" +
@@ -2620,7 +2628,9 @@ const file_backend_proto_rawDesc = "" +
 	"\x04unit\x18\x04 \x01(\v2\x14.dsh.backend.v2.UnitR\x04unit\x12\x16\n" +
 	"\x06output\x18\x05 \x01(\x03R\x06output\x12\x18\n" +
 	"\adropped\x18\x06 \x01(\x03R\adropped\x12\x14\n" +
-	"\x05lines\x18\a \x01(\x03R\x05lines\"f\n" +
+	"\x05lines\x18\a \x01(\x03R\x05lines\x12\x1d\n" +
+	"\n" +
+	"expired_ns\x18\b \x01(\x03R\texpiredNs\"f\n" +
 	"\x04Unit\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\fR\acommand\x12\x14\n" +
 	"\x05ended\x18\x02 \x01(\bR\x05ended\x12.\n" +
