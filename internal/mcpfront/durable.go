@@ -146,10 +146,14 @@ func (f *Front) revive(sdk http.Handler, r *http.Request, id, user string, idle 
 	f.reviving.Lock()
 	next := &id
 	f.nextSessionID.Store(next)
-	f.reviveCall(sdk, r, w, initialize, "", version)
-	if f.nextSessionID.CompareAndSwap(next, nil) {
-		f.reviving.Unlock() // the SDK made no session
-	}
+	func() {
+		defer func() {
+			if f.nextSessionID.CompareAndSwap(next, nil) {
+				f.reviving.Unlock() // the SDK made no session
+			}
+		}()
+		f.reviveCall(sdk, r, w, initialize, "", version)
+	}()
 	if got := w.header.Get(sessionIDHeader); w.code != http.StatusOK || got != id {
 		return fmt.Errorf("mcpfront: revive a session: the SDK answered %d: %s", w.code, strings.TrimSpace(w.body.String()))
 	}
