@@ -321,8 +321,28 @@ func TestE2EStdioSessionExpires(t *testing.T) {
 			t.Errorf("the shell's cgroup %s is left (%v)", leaf, err)
 		}
 	}
-	// Only the keeper's lock file stays (empty: a file others may hold
-	// is not removed), and the record of the shell it ended.
+	checkExpiredKeeperLeft(t, runtime)
+
+	cs, cmd = startSession(t, env, args...)
+	out, _ := bash(t, cs, "echo must-not-run")
+	if out != expiredResult {
+		t.Errorf("first result after the keeper ended the shell:\n%s\nwant:\n%s", out, expiredResult)
+	}
+	if out, _ := bash(t, cs, "pwd"); out != work {
+		t.Errorf("pwd in the fresh shell: %q, want the workspace %q", out, work)
+	}
+	closeAndWait(t, cs, cmd)
+}
+
+// expiredResult is the first result of a dsh whose shell its keeper ended
+// after --keep-shells 2s.
+const expiredResult = "[dsh restarted, and this shell could not be kept: no dsh took it back within --keep-shells (2s), so its keeper ended it. The command was not run.]\nThe persistent bash shell was reset; the next bash call starts from the workspace with a fresh current directory and environment."
+
+// checkExpiredKeeperLeft checks what a keeper that ended its one shell
+// after --keep-shells and exited leaves: its lock file (empty: a file
+// others may hold is not removed) and the record of the shell it ended.
+func checkExpiredKeeperLeft(t *testing.T, runtime string) {
+	t.Helper()
 	for _, dir := range keeperDirs(runtime) {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
@@ -338,17 +358,6 @@ func TestE2EStdioSessionExpires(t *testing.T) {
 			}
 		}
 	}
-
-	cs, cmd = startSession(t, env, args...)
-	out, _ := bash(t, cs, "echo must-not-run")
-	want := "[dsh restarted, and this shell could not be kept: no dsh took it back within --keep-shells (2s), so its keeper ended it. The command was not run.]\nThe persistent bash shell was reset; the next bash call starts from the workspace with a fresh current directory and environment."
-	if out != want {
-		t.Errorf("first result after the keeper ended the shell:\n%s\nwant:\n%s", out, want)
-	}
-	if out, _ := bash(t, cs, "pwd"); out != work {
-		t.Errorf("pwd in the fresh shell: %q, want the workspace %q", out, work)
-	}
-	closeAndWait(t, cs, cmd)
 }
 
 // shellCgroupLeaves are the cgroups dsh made for a shell: those of its
@@ -582,9 +591,8 @@ func TestE2EHTTPSessionExpiredIsSaid(t *testing.T) {
 
 	startHTTPEnv(t, env, args...)
 	out, _ := bash(t, cs, "echo must-not-run")
-	want := "[dsh restarted, and this shell could not be kept: no dsh took it back within --keep-shells (2s), so its keeper ended it. The command was not run.]\nThe persistent bash shell was reset; the next bash call starts from the workspace with a fresh current directory and environment."
-	if out != want {
-		t.Errorf("first result after the keeper ended the shell:\n%s\nwant:\n%s", out, want)
+	if out != expiredResult {
+		t.Errorf("first result after the keeper ended the shell:\n%s\nwant:\n%s", out, expiredResult)
 	}
 	if out, _ := bash(t, cs, "pwd"); out != work {
 		t.Errorf("pwd in the fresh shell: %q, want the workspace %q", out, work)

@@ -129,10 +129,12 @@ func testRemoteSurvivesKill(t *testing.T, rk remoteKeep) {
 
 // testRemoteExpires: with --keep-shells 2s, the keeper of a backend
 // executable ends the shell no dsh takes back, and exits, leaving only its
-// lock file.
+// lock file and the record of the shell it ended; the next dsh of the
+// session says so on its first call.
 func testRemoteExpires(t *testing.T, rk remoteKeep) {
 	env, runtime := keepEnv(t)
-	cs, cmd := startRemoteSession(t, env, "--deployment", rk.deployment, "--session", "brief", "--keep-shells", "2s", "--workdir", t.TempDir())
+	args := []string{"--deployment", rk.deployment, "--session", "brief", "--keep-shells", "2s", "--workdir", t.TempDir()}
+	cs, cmd := startRemoteSession(t, env, args...)
 	shell, _ := bash(t, cs, "echo $$")
 	keepers := keeperPIDs(t, runtime)
 	if len(keepers) != 1 {
@@ -141,14 +143,13 @@ func testRemoteExpires(t *testing.T, rk remoteKeep) {
 	killDsh(t, cs, cmd)
 	waitExit(t, keepers[0], "the keeper")
 	rk.gone(t, runtime, shell)
-	for _, dir := range keeperDirs(runtime) {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			if !strings.HasSuffix(e.Name(), ".lock") {
-				t.Errorf("the keeper left %s in %s", e.Name(), dir)
-			}
-		}
+	checkExpiredKeeperLeft(t, runtime)
+
+	cs, cmd = startRemoteSession(t, env, args...)
+	if out, _ := bash(t, cs, "echo must-not-run"); out != expiredResult {
+		t.Errorf("first result after the keeper ended the shell:\n%s\nwant:\n%s", out, expiredResult)
 	}
+	closeAndWait(t, cs, cmd)
 }
 
 // TestE2EStdioDockerSessionSurvivesKill: the docker backend executable
