@@ -74,8 +74,9 @@ func (b *Backend) eachSession(check func(*session) error) error {
 func (s *session) checkShellExists(ctx context.Context) error {
 	s.mu.Lock()
 	running := !s.status.Exited && s.phase == sessionOpen
+	shell := s.target.Shell
 	s.mu.Unlock()
-	if !running || s.target.Shell.Alive() {
+	if !running || shell.Alive() {
 		return nil
 	}
 	t := time.NewTimer(reapBound)

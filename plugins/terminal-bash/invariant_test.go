@@ -53,10 +53,15 @@ func TestInvariantsCatchTheirViolations(t *testing.T) {
 	restore := reapBound
 	reapBound = 10 * time.Millisecond
 	defer func() { reapBound = restore }()
+	// Under the lock: the read loop's tracking reads the identity too.
+	s.mu.Lock()
 	real := s.target.Shell
 	s.target.Shell = proc.Identity{PID: real.PID, StartTime: real.StartTime + 1}
+	s.mu.Unlock()
 	err = checkAll(checks)
+	s.mu.Lock()
 	s.target.Shell = real
+	s.mu.Unlock()
 	if err == nil || !strings.Contains(err.Error(), "says its shell") {
 		t.Fatalf("a vanished shell was not caught: %v", err)
 	}
