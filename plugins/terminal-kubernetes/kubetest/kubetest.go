@@ -18,6 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -82,9 +83,18 @@ func Require(t testing.TB) *Cluster {
 	if err := rest.LoadTLSFiles(cfg); err != nil {
 		t.Fatalf("the admin kubeconfig's files: %v", err)
 	}
-	if c.Admin, err = kubernetes.NewForConfig(cfg); err != nil {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
 		t.Fatalf("the admin client: %v", err)
 	}
+	if c.Admin, err = kubernetes.NewForConfigAndClient(cfg, hc); err != nil {
+		t.Fatalf("the admin client: %v", err)
+	}
+	// Its idle connections end with the test, not a while after: a
+	// package whose TestMain finds every goroutine (cmd's) needs that.
+	// (client-go's wrappers of the transport hide it from
+	// http.Client.CloseIdleConnections.)
+	t.Cleanup(func() { utilnet.CloseIdleConnectionsFor(hc.Transport) })
 	return c
 }
 
