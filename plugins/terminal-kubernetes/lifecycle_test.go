@@ -238,3 +238,33 @@ func TestParentOwnsPods(t *testing.T) {
 		t.Errorf("%d pods of owner-p after its parent was deleted, want 0", len(pods))
 	}
 }
+
+// With the helper in the shell's image (helperPath, no helperImage), the
+// pod has no init container, and the helper serves as with one: the stdin
+// proof, the signals the terminal has no character for.
+func TestHelperInImage(t *testing.T) {
+	c := kubetest.Require(t)
+	ns := c.Namespace(t)
+	cfg := testConfig(c, ns)
+	cfg.HelperImage = ""
+	cfg.HelperPath = helperInTestImage
+	b := newBackend(t, cfg)
+	s := spawn(t, b, "owner-i")
+	if !s.Capabilities().InputProof {
+		t.Error("no stdin proof with the helper in the image")
+	}
+	pods := c.Pods(t, ns, labelOwner+"=owner-i")
+	if len(pods) != 1 || len(pods[0].Spec.InitContainers) != 0 {
+		t.Fatalf("pods of owner-i: %d, want one without init containers", len(pods))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	send := startSleeping(t, ctx, s)
+	if _, err := s.Signal(ctx, termapi.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	res, err := send.Wait(ctx)
+	if err != nil || res.Exec == nil || res.Exec.State != termapi.ExecCompleted || res.Exec.ExitCode != 143 {
+		t.Errorf("the command after SIGTERM: %+v, %v; want it completed with code 143", res, err)
+	}
+}
