@@ -16,15 +16,15 @@ import (
 
 // A program run beside the shell (the session's files, inband.FarFiles)
 // gets its input through the exec's stdin. The container runtime
-// (containerd's CRI, at least up to 2.x) closes an exec's stdin as soon as
-// the process's stdout and stderr have ended, read or not: `cat >FILE`
-// ends its stdout at once, so FILE got the first 192 KiB of a 590 KB
-// output, and the exec still reported exit status 0 (containerd issues
-// 12734 and 13934). So the program runs under feedScript: a bash that
-// holds the exec's stdout and stderr until the program has ended, and
-// hands it exactly the input's length (`head -c N`), so that its input
-// never ends at the stream's end; and the exec's stdin stays open until
-// the exit status has come.
+// (containerd's CRI: 1.6 here, 2.x too by its issues 12734 and 13934)
+// closes an exec's stdin as soon as the process's stdout and stderr have
+// ended, read or not: `cat >FILE` ends its stdout at once, so FILE got the
+// first 192 KiB of a 590 KB output, and the exec still reported exit
+// status 0. So the program runs under feedScript: a bash that holds the
+// exec's stdout and stderr until the program has ended, and hands it
+// exactly the input's length (`head -c N`), so that its input never ends
+// at the stream's end; and the exec's stdin stays open until the exit
+// status has come.
 
 // feedScript runs "$@" with exactly $1 bytes of stdin as its input, and
 // exits with its status. The command after the pipeline keeps bash there
@@ -51,7 +51,11 @@ func (b *Backend) runInPod(ctx context.Context, pod, container string, argv []st
 	}
 	// The input, then a stdin that stays open until the exec has ended.
 	inR, inW := io.Pipe()
-	go inW.Write(stdin) //nolint:errcheck // a program that ended early closes inR: the rest is not wanted
+	go func() {
+		// A program that ended before it read everything closes inR
+		// (below): the rest is not wanted, and the error says only that.
+		inW.Write(stdin)
+	}()
 	var out, errOut bytes.Buffer
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: inR, Stdout: &out, Stderr: &errOut})
 	// The exec's stdin copier (and the writer above, if the program ended
