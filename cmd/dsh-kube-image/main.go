@@ -2,7 +2,9 @@
 // and a registry-less cluster need, as `docker save` archives that
 // `ctr -n k8s.io images import` takes:
 //
-//	dsh-shell:local        this machine's bash, coreutils and libraries (as for the docker backend)
+//	dsh-shell:local        this machine's bash, coreutils and libraries (as for the docker backend),
+//	                       and the pod helper at /usr/local/bin/dsh-kube-helper (helperPath: no
+//	                       init container)
 //	dsh-kube-helper:local  the pod helper, static, at /dsh-kube-helper
 //	dsh-kube-pause:local   the same helper as the pod sandbox's pause process (hold)
 //
@@ -24,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 
@@ -59,17 +62,21 @@ func run(out string) error {
 	if err != nil {
 		return err
 	}
+	inShell, err := oneFileLayer("usr/local/bin/dsh-kube-helper", helper)
+	if err != nil {
+		return err
+	}
 	images := []struct {
 		file, tag  string
-		layer      []byte
+		layers     [][]byte
 		entrypoint []string
 	}{
-		{"shell.tar", "dsh-shell:local", shell, []string{"/bin/bash"}},
-		{"helper.tar", "dsh-kube-helper:local", helperLayer, []string{"/dsh-kube-helper"}},
-		{"pause.tar", "dsh-kube-pause:local", helperLayer, []string{"/dsh-kube-helper", "hold"}},
+		{"shell.tar", "dsh-shell:local", [][]byte{shell, inShell}, []string{"/bin/bash"}},
+		{"helper.tar", "dsh-kube-helper:local", [][]byte{helperLayer}, []string{"/dsh-kube-helper"}},
+		{"pause.tar", "dsh-kube-pause:local", [][]byte{helperLayer}, []string{"/dsh-kube-helper", "hold"}},
 	}
 	for _, img := range images {
-		if err := writeArchive(filepath.Join(out, img.file), img.tag, img.layer, img.entrypoint); err != nil {
+		if err := writeArchive(filepath.Join(out, img.file), img.tag, img.layers, img.entrypoint); err != nil {
 			return fmt.Errorf("%s: %w", img.tag, err)
 		}
 	}
@@ -88,9 +95,20 @@ func buildHelper(dir string) ([]byte, error) {
 	return os.ReadFile(bin)
 }
 
+// oneFileLayer is a layer of one executable file at name, with its parent
+// directories.
 func oneFileLayer(name string, data []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
+	var parents []string
+	for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
+		parents = append([]string{dir}, parents...)
+	}
+	for _, dir := range parents {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755}); err != nil {
+			return nil, err
+		}
+	}
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o755, Size: int64(len(data))}); err != nil {
 		return nil, err
 	}
@@ -103,10 +121,24 @@ func oneFileLayer(name string, data []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// writeArchive writes a one-layer image in the format of `docker save`.
-func writeArchive(path, tag string, layer []byte, entrypoint []string) error {
-	sum := sha256.Sum256(layer)
-	diffID := "sha256:" + hex.EncodeToString(sum[:])
+// writeArchive writes an image of layers, the first at the bottom, in the
+// format of `docker save`.
+func writeArchive(path, tag string, layers [][]byte, entrypoint []string) error {
+	var diffIDs, layerNames []string
+	files := []struct {
+		name string
+		data []byte
+	}{}
+	for _, layer := range layers {
+		sum := sha256.Sum256(layer)
+		diffIDs = append(diffIDs, "sha256:"+hex.EncodeToString(sum[:]))
+		name := hex.EncodeToString(sum[:]) + "/layer.tar"
+		layerNames = append(layerNames, name)
+		files = append(files, struct {
+			name string
+			data []byte
+		}{name, layer})
+	}
 	config, err := json.Marshal(map[string]any{
 		"architecture": runtime.GOARCH,
 		"os":           "linux",
@@ -114,15 +146,14 @@ func writeArchive(path, tag string, layer []byte, entrypoint []string) error {
 			"Entrypoint": entrypoint,
 			"Env":        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		},
-		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{diffID}},
+		"rootfs": map[string]any{"type": "layers", "diff_ids": diffIDs},
 	})
 	if err != nil {
 		return err
 	}
 	csum := sha256.Sum256(config)
 	configName := hex.EncodeToString(csum[:]) + ".json"
-	layerName := hex.EncodeToString(sum[:]) + "/layer.tar"
-	manifest, err := json.Marshal([]map[string]any{{"Config": configName, "RepoTags": []string{tag}, "Layers": []string{layerName}}})
+	manifest, err := json.Marshal([]map[string]any{{"Config": configName, "RepoTags": []string{tag}, "Layers": layerNames}})
 	if err != nil {
 		return err
 	}
@@ -131,10 +162,10 @@ func writeArchive(path, tag string, layer []byte, entrypoint []string) error {
 		return err
 	}
 	tw := tar.NewWriter(f)
-	for _, e := range []struct {
+	for _, e := range append(files, []struct {
 		name string
 		data []byte
-	}{{configName, config}, {layerName, layer}, {"manifest.json", manifest}} {
+	}{{configName, config}, {"manifest.json", manifest}}...) {
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e.name, Mode: 0o644, Size: int64(len(e.data))}); err != nil {
 			f.Close()
 			return err

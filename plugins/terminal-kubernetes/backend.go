@@ -229,6 +229,7 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 		Echoes:     true,
 		Idle:       time.Duration(b.cfg.IdleSilenceMs) * time.Millisecond,
 		Timeout:    time.Duration(b.cfg.TimeoutMs) * time.Millisecond,
+		WriteFile:  link.files.Write,
 		Log:        b.log.With("session", spec.SessionID, "pod", pod),
 		Forget: func(*inband.Session) {
 			if w := wrapper.Load(); w != nil {
@@ -279,6 +280,9 @@ func (b *Backend) openShell(ctx context.Context, spec termapi.SpawnSpec, pod str
 	if err != nil {
 		return nil, err
 	}
+	l.files = inband.NewFarFiles(func(ctx context.Context, argv []string, stdin []byte) (inband.FarResult, error) {
+		return b.runInPod(ctx, pod, container, argv, stdin)
+	})
 	size := spec.Policy.Size.Or(termapi.DefaultSize)
 	l.shell, err = b.startExec(ctx, execSpec{pod: pod, container: container, command: command, tty: true, size: size})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,15 +39,37 @@ func BenchmarkExecTrue(b *testing.B) {
 }
 
 // BenchmarkSpawn measures an owner's first session from nothing to its
-// prompt and back: the pod created and Running (its init container
-// copying the helper), the shell's and the helper's execs opened, bash at
-// its prompt, then the pod deleted (grace period 0). With
-// DSH_BENCH_PARALLEL=N, N owners start at once per iteration and the time
-// is per iteration.
+// prompt and back: the pod created and Running, the shell's and the
+// helper's execs opened, bash at its prompt, then the pod deleted (grace
+// period 0). The helper comes by an init container that copies it from
+// its image (helperImage), or is in the shell's image already (helperPath,
+// the test image has it at /usr/local/bin/dsh-kube-helper): the init
+// container costs its own start, and the kubelet notices that it has
+// ended only at its next look at the pod's containers (up to a second).
+// With DSH_BENCH_PARALLEL=N, N owners start at once per iteration and the
+// time is per iteration.
 func BenchmarkSpawn(b *testing.B) {
 	c := kubetest.Require(b)
-	cfg := testConfig(c, c.Namespace(b))
-	bk := newBackend(b, cfg)
+	for _, mode := range []struct {
+		name       string
+		helperPath string
+	}{{"helper=init-container", ""}, {"helper=in-image", helperInTestImage}} {
+		b.Run(mode.name, func(b *testing.B) {
+			cfg := testConfig(c, c.Namespace(b))
+			if mode.helperPath != "" {
+				cfg.HelperImage = ""
+				cfg.HelperPath = mode.helperPath
+			}
+			benchSpawn(b, newBackend(b, cfg))
+		})
+	}
+}
+
+// helperInTestImage is where the test cluster's shell image
+// (cmd/dsh-kube-image) has the pod helper.
+const helperInTestImage = "/usr/local/bin/dsh-kube-helper"
+
+func benchSpawn(b *testing.B, bk *Backend) {
 	n, _ := strconv.Atoi(os.Getenv("DSH_BENCH_PARALLEL"))
 	n = max(n, 1)
 	start := time.Now()
@@ -76,12 +99,18 @@ func BenchmarkSpawn(b *testing.B) {
 
 // TestIdlePodMemory reports what an idle owner's pod costs the node: the
 // memory its shell container's cgroup charges (the helper, the shell at
-// its prompt, page cache of what they read), as the container sees it. It
-// only reports; it asserts nothing about the number.
+// its prompt, page cache of what they read), as the container sees it;
+// and, where the test runs on the test cluster's node (DSH_TEST_KUBE_DIR,
+// scripts/kubernetes/cluster.sh), what ten idle pods add there per pod:
+// the pods' cgroups (sandbox and containers), the container runtime's
+// shims, and the kubelet's and containerd's own memory (proportional set
+// sizes). It only reports;
+// it asserts nothing about the numbers.
 func TestIdlePodMemory(t *testing.T) {
 	c := kubetest.Require(t)
 	b := newBackend(t, testConfig(c, c.Namespace(t)))
-	const n = 5
+	const n = 10
+	before := readNode(t)
 	var total int64
 	for i := range n {
 		s := spawn(t, b, fmt.Sprintf("idle-%d", i))
@@ -93,4 +122,60 @@ func TestIdlePodMemory(t *testing.T) {
 		total += v
 	}
 	t.Logf("an idle pod's shell container charges %.1f MiB to its cgroup (mean of %d)", float64(total)/n/(1<<20), n)
+	if before == nil {
+		return
+	}
+	after := readNode(t)
+	for _, k := range []string{"pods", "shims", "kubelet", "containerd"} {
+		t.Logf("node, per idle pod: %s %+.1f MiB", k, float64(after[k]-before[k])/n/(1<<20))
+	}
+}
+
+// readNode reads the test cluster's node, when the test runs on it: the
+// memory its pods' cgroup charges, and the proportional set size of its
+// containerd shims, kubelet and containerd. nil elsewhere.
+func readNode(t *testing.T) map[string]int64 {
+	t.Helper()
+	dir := os.Getenv("DSH_TEST_KUBE_DIR")
+	if dir == "" {
+		return nil
+	}
+	name, err := os.ReadFile(filepath.Join(dir, "cgroup"))
+	if err != nil {
+		return nil
+	}
+	cg := strings.TrimSpace(string(name))
+	got := map[string]int64{}
+	usage, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", cg, "pods", "memory.usage_in_bytes"))
+	if err != nil {
+		t.Logf("the node's pods cgroup: %v", err)
+		return nil
+	}
+	got["pods"], _ = strconv.ParseInt(strings.TrimSpace(string(usage)), 10, 64)
+	procs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/pids", cg, "*", "cgroup.procs"))
+	deeper, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/pids", cg, "system", "*", "cgroup.procs"))
+	for _, f := range append(procs, deeper...) {
+		data, _ := os.ReadFile(f)
+		for _, pid := range strings.Fields(string(data)) {
+			comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+			key := ""
+			switch c := strings.TrimSpace(string(comm)); {
+			case strings.HasPrefix(c, "containerd-shim"):
+				key = "shims"
+			case c == "kubelet" || c == "containerd":
+				key = c
+			default:
+				continue
+			}
+			// The proportional share: the shims share their binary's pages.
+			rollup, _ := os.ReadFile("/proc/" + pid + "/smaps_rollup")
+			for line := range strings.Lines(string(rollup)) {
+				if v, ok := strings.CutPrefix(line, "Pss:"); ok {
+					kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+					got[key] += kb << 10
+				}
+			}
+		}
+	}
+	return got
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dshdev/dsh/plugins/terminal/inband"
 	"github.com/dshdev/dsh/plugins/terminal/termapi"
 )
 
@@ -20,6 +21,9 @@ type podLink struct {
 	pod   string
 	shell *stream
 	ctrl  *control // nil without the helper
+	// files are the session's files in the pod (a clipped command's whole
+	// output), written by execs beside the shell.
+	files *inband.FarFiles
 	log   *slog.Logger
 	// release gives the pod back once the shell has ended: a created pod
 	// is deleted when its owner's last session is gone.
@@ -98,6 +102,11 @@ func (l *podLink) Close() error {
 		l.shell.Close()
 		if l.ctrl != nil {
 			l.ctrl.close()
+		}
+		// In a pod that stays (an existing one, or the owner's other
+		// sessions), the session's files go with it.
+		if err := l.files.Purge(ctx); err != nil {
+			l.log.Warn("the session's files stay in the pod", "pod", l.pod, "err", err)
 		}
 		if l.release != nil {
 			if err := l.release(ctx); err != nil {

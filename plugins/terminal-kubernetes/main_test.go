@@ -48,6 +48,9 @@ func goleakMain(m *testing.M) int {
 		// A WebSocket exec's heartbeat ends at its next ping (every 5 s)
 		// after the connection has closed, not with it.
 		goleak.IgnoreTopFunction("k8s.io/client-go/tools/remotecommand.(*heartbeat).start"),
+		// A closed SPDY exec's connection hands its close error to
+		// nobody for a second (spdystream's shutdown), then ends.
+		goleak.IgnoreTopFunction("github.com/moby/spdystream.(*Connection).shutdown"),
 	); err != nil {
 		fmt.Fprintln(os.Stderr, "goleak:", err)
 		return 1
@@ -170,6 +173,7 @@ func goleakIgnoreIdleConns() []goleak.Option {
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreTopFunction("k8s.io/client-go/tools/remotecommand.(*heartbeat).start"),
+		goleak.IgnoreTopFunction("github.com/moby/spdystream.(*Connection).shutdown"),
 	}
 }
 

@@ -296,6 +296,9 @@ func (b *Backend) podGone(ctx context.Context, name string) string {
 	case err != nil:
 		return ""
 	case pod.DeletionTimestamp != nil:
+		if why := disruption(pod); why != "" {
+			return fmt.Sprintf("pod %s/%s was evicted: %s", b.ns, name, why)
+		}
 		return fmt.Sprintf("pod %s/%s is being deleted", b.ns, name)
 	case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
 		why := strings.TrimSpace(pod.Status.Reason + " " + pod.Status.Message)
@@ -313,6 +316,19 @@ func (b *Backend) podGone(ctx context.Context, name string) string {
 				t := cs.LastTerminationState.Terminated
 				return fmt.Sprintf("container %s of pod %s/%s was restarted after it ended: %s (exit code %d)", cs.Name, b.ns, name, t.Reason, t.ExitCode)
 			}
+		}
+	}
+	return ""
+}
+
+// disruption is why the cluster is taking pod away (the DisruptionTarget
+// condition that the Eviction API, a preemption or the taint manager sets
+// before it deletes the pod), or "" for a plain delete. Once the pod has
+// gone, only "deleted" is left to say.
+func disruption(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return strings.TrimSuffix(c.Reason+": "+c.Message, ": ")
 		}
 	}
 	return ""

@@ -2,7 +2,10 @@ package terminalkubernetes
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,8 +120,10 @@ func TestToolTimeoutResets(t *testing.T) {
 	}
 }
 
-// A long output is clipped, its whole saved where dsh keeps it.
-func TestToolLongOutputIsSaved(t *testing.T) {
+// A long output is clipped, and its whole is saved in the pod, where the
+// model's next command reads it: every byte of it (590 KB, more than the
+// 192 KiB that an exec's stdin delivered before the fix).
+func TestToolLongOutputIsSavedInThePod(t *testing.T) {
 	c := kubetest.Require(t)
 	th := newToolHarness(t, c, c.Namespace(t), "{maxOutputChars: 2000}")
 	got := th.call(t, "seq 1 100000")
@@ -127,11 +132,17 @@ func TestToolLongOutputIsSaved(t *testing.T) {
 	if !ok || !strings.HasPrefix(got, "1\n2\n") || !strings.Contains(got, "\n100000\n") {
 		t.Fatalf("clipped output: %q … %q", got[:min(40, len(got))], last)
 	}
-	data, err := os.ReadFile(strings.TrimSuffix(path, "]"))
-	if err != nil {
-		t.Fatal(err)
+	path = strings.TrimSuffix(path, "]")
+	if _, err := os.Stat(path); err == nil {
+		t.Errorf("the saved output's path %s is this machine's, not the pod's", path)
 	}
-	if lines := strings.Count(string(data), "\n"); lines != 100000 {
-		t.Errorf("the saved output has %d lines, want 100000", lines)
+	var full strings.Builder
+	for i := 1; i <= 100000; i++ {
+		fmt.Fprintf(&full, "%d\n", i)
+	}
+	sum := sha256.Sum256([]byte(full.String()))
+	want := fmt.Sprintf("%d %s", full.Len(), hex.EncodeToString(sum[:]))
+	if got := th.call(t, "echo $(wc -c < "+path+") $(sha256sum < "+path+" | cut -d' ' -f1)"); got != want {
+		t.Errorf("the saved output in the pod: got %q, want %q", got, want)
 	}
 }

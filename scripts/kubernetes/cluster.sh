@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A single-node Kubernetes cluster on loopback, for the kubernetes backend's
-# tests: etcd, kube-apiserver, kube-controller-manager (garbage collector
-# and namespaces only), kubelet and a containerd of its own, all under one
+# tests: etcd, kube-apiserver, kube-controller-manager (garbage collector,
+# namespaces and persistent volume binding only), kubelet and a containerd of its own, all under one
 # directory, with its own sockets, ports, CNI bridge and cgroup root.
 #
 #   scripts/kubernetes/cluster.sh up DIR     # start; prints the env file to source
@@ -175,7 +175,12 @@ up() {
   cert admin admin system:masters
   cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters
   cert kubelet system:node:localhost system:nodes
-  cert controller-manager system:kube-controller-manager
+  # The controllers share the controller manager's identity (no service
+  # account per controller, which needs the token controller): its own
+  # role lets it read, not delete a namespace's pods (the namespace
+  # controller), delete dependents (the garbage collector) or bind volumes
+  # (the persistent volume binder), so it is a cluster admin here.
+  cert controller-manager system:kube-controller-manager system:masters
   cert dsh-backend dsh-backend
   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$dir/pki/sa.key" 2>/dev/null
   openssl pkey -in "$dir/pki/sa.key" -pubout -out "$dir/pki/sa.pub" 2>/dev/null

@@ -57,7 +57,7 @@ func Import(ctx context.Context, host, tag string, replace bool) (bool, error) {
 }
 
 // Tools are the programs the image holds, with their shared libraries.
-var Tools = []string{"bash", "sh", "cat", "ls", "echo", "sleep", "true", "false", "env", "id", "mkdir", "rm", "touch", "printf", "head", "tail", "seq", "stty", "wc", "tr", "sed", "grep", "kill", "ps", "dd", "tty", "cut", "mktemp", "timeout", "cp", "chmod", "mknod", "stat"}
+var Tools = []string{"bash", "sh", "cat", "ls", "echo", "sleep", "true", "false", "env", "id", "mkdir", "rm", "touch", "printf", "head", "tail", "seq", "stty", "wc", "tr", "sed", "grep", "kill", "ps", "dd", "tty", "cut", "mktemp", "timeout", "cp", "chmod", "mknod", "stat", "sha256sum"}
 
 var lddPath = regexp.MustCompile(`(/\S+)`)
 

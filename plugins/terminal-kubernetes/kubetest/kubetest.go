@@ -13,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -80,9 +83,18 @@ func Require(t testing.TB) *Cluster {
 	if err := rest.LoadTLSFiles(cfg); err != nil {
 		t.Fatalf("the admin kubeconfig's files: %v", err)
 	}
-	if c.Admin, err = kubernetes.NewForConfig(cfg); err != nil {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
 		t.Fatalf("the admin client: %v", err)
 	}
+	if c.Admin, err = kubernetes.NewForConfigAndClient(cfg, hc); err != nil {
+		t.Fatalf("the admin client: %v", err)
+	}
+	// Its idle connections end with the test, not a while after: a
+	// package whose TestMain finds every goroutine (cmd's) needs that.
+	// (client-go's wrappers of the transport hide it from
+	// http.Client.CloseIdleConnections.)
+	t.Cleanup(func() { utilnet.CloseIdleConnectionsFor(hc.Transport) })
 	return c
 }
 
@@ -134,7 +146,30 @@ func (c *Cluster) Namespace(t testing.TB) string {
 	if _, err := c.Admin.RbacV1().RoleBindings(name).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create the role binding: %v", err)
 	}
+	c.waitAllowed(ctx, t, name)
 	return name
+}
+
+// waitAllowed returns once the API server's authorizer grants the
+// backend's user the role in namespace: it learns of a new role binding
+// from its informers, a moment after the binding is created, and a test
+// that starts at once would be refused (TestWarmPods was, now and then).
+func (c *Cluster) waitAllowed(ctx context.Context, t testing.TB, namespace string) {
+	t.Helper()
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               c.BackendUser,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "list", Resource: "pods"},
+	}}
+	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		got, err := c.Admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err != nil {
+			return false, err
+		}
+		return got.Status.Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("the role binding in namespace %s never took effect: %v", namespace, err)
+	}
 }
 
 // Pods lists the pods of namespace whose labels match selector.
