@@ -37,6 +37,20 @@ func stopPlugin(t *testing.T, c *backendplugin.Client) int {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Kill(pid, unix.SIGCONT) })
+	// The signal is only queued: until every thread has stopped, the
+	// plugin may still answer a call. The kernel tells its parent, this
+	// process, when the stop is complete; WNOWAIT leaves that news, and
+	// os/exec's wait for the exit, alone.
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WNOWAIT, nil)
+		if err == nil {
+			break
+		}
+		if err != unix.EINTR {
+			t.Fatalf("waiting for the plugin %d to stop: %v", pid, err)
+		}
+	}
 	return pid
 }
 
