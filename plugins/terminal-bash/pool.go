@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,6 +65,11 @@ const poolRetry = 5 * time.Second
 
 var poolSeq atomic.Uint64
 
+// poolStarts bounds the shells a pool starts at once, below the spawn
+// slots: a refill is background work, and a storm of new sessions, which
+// empties the pool, needs the CPU for their own calls and spawns more.
+var poolStarts = max(1, runtime.NumCPU()/2)
+
 func startPool(b *Backend, size int) *warmPool {
 	p := &warmPool{b: b, size: size, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), changed: make(chan struct{})}
 	go p.run()
@@ -88,7 +94,7 @@ func (p *warmPool) run() {
 		case <-p.kick:
 		}
 		p.mu.Lock()
-		for !p.closed && len(p.ready)+p.starting < p.size {
+		for !p.closed && len(p.ready)+p.starting < p.size && p.starting < poolStarts {
 			p.starting++
 			p.wg.Add(1)
 			go p.start()
@@ -120,6 +126,7 @@ func (p *warmPool) start() {
 	}
 	p.mu.Lock()
 	p.starting--
+	p.refill() // the next one, if the pool is not full
 	keep := err == nil && !p.closed
 	if keep {
 		p.ready = append(p.ready, s)
@@ -244,6 +251,17 @@ func (b *Backend) AwaitWarm(ctx context.Context, n int) error {
 		return nil
 	}
 	return b.pool.waitReady(ctx, min(n, b.pool.size))
+}
+
+// WarmShells is how many shells wait in the warm pool now (the
+// terminals service's dsh_warm_shells).
+func (b *Backend) WarmShells() int {
+	if b.pool == nil {
+		return 0
+	}
+	b.pool.mu.Lock()
+	defer b.pool.mu.Unlock()
+	return len(b.pool.ready)
 }
 
 // fits reports whether a spawn may take a waiting shell: one that asks
