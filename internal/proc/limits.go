@@ -692,7 +692,7 @@ func (lv *Leaves) Close() error {
 		}
 	}
 	lv.oomFile, lv.pidsFile = nil, nil
-	lv.mu.Unlock()
+	defer lv.mu.Unlock() // a Rename may run at the same time
 	var errs []error
 	for c, dir := range lv.v1 {
 		if err := unix.Rmdir(dir); err != nil && err != unix.ENOENT {

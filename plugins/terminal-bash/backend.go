@@ -55,8 +55,10 @@ type Backend struct {
 
 	sessions backendkit.Sessions[*session]
 	// pool keeps shells waiting for new sessions (Config.WarmShells); nil
-	// without.
-	pool *warmPool
+	// without. renames are the renames of handed-over shells' cgroups
+	// still running (renameCgroups).
+	pool    *warmPool
+	renames sync.WaitGroup
 	// abi is the Landlock ABI the sandbox uses; 0 unconfined.
 	abi int
 }
@@ -548,6 +550,7 @@ func (b *Backend) Close(ctx context.Context) error {
 		poolErr = b.pool.close(ctx)
 	}
 	err := errors.Join(poolErr, b.sessions.Close(ctx, "terminal-bash backend unloaded"))
+	b.renames.Wait()
 	if err != nil {
 		// Whatever did not close is killed outright rather than left
 		// behind.

@@ -26,17 +26,17 @@ import (
 // background, through the same spawn slots as every spawn.
 //
 // A waiting shell belongs to no owner. It was started as every shell is,
-// in "/", with the environment a fresh shell of the backend gets except
-// the two per-session variables, and with a cgroup named after a pool id.
-// The hand-over (handOver) makes it the session's: the cgroups get the
-// session's names (moved for cgroup v2, renamed for v1), and one line
-// typed through the shell protocol exports DSH_SESSION_ID and
-// DSH_PTY_SESSION_ID, changes to the session's directory with PWD and
-// OLDPWD as a shell started there would have them, and restarts SECONDS.
-// History is off in every shell, so there is none to clear. What a
-// hand-over cannot change is the shell's own /proc/PID/environ (its
-// environment at exec, which no command reads; exported variables are
-// what commands get) and its start time.
+// in "/", with the environment a fresh shell of the backend gets but for
+// the two per-session variables, and with cgroups named after a pool id;
+// it has run one command (warmUp). The hand-over (handOver) makes it the
+// session's: the cgroups get the session's names where the shell can see
+// them (renameCgroups), and one line typed through the shell protocol
+// exports DSH_SESSION_ID and DSH_PTY_SESSION_ID, changes to the session's
+// directory with PWD and OLDPWD as a shell started there has them,
+// restarts SECONDS, and leaves the history, $_ and $? as a new shell has
+// them (handOverTail). What a hand-over cannot change is the shell's own
+// /proc/PID/environ (its environment at exec; exported variables are what
+// commands get) and its start time.
 type warmPool struct {
 	b    *Backend
 	size int
@@ -126,7 +126,9 @@ func (p *warmPool) start() {
 	}
 	p.mu.Lock()
 	p.starting--
-	p.refill() // the next one, if the pool is not full
+	if err == nil {
+		p.refill() // the next one, if the pool is not full
+	}
 	keep := err == nil && !p.closed
 	if keep {
 		p.ready = append(p.ready, s)
@@ -227,6 +229,10 @@ func (p *warmPool) close(ctx context.Context) error {
 	errs := make([]error, len(ready))
 	var wg sync.WaitGroup
 	for i, s := range ready {
+		// A waiting shell ran nothing of anyone's: it is killed at once,
+		// not given the grace periods of a session's close, which a host
+		// closing a thousand of them cannot wait through.
+		s.killNow()
 		wg.Go(func() { errs[i] = s.Close(ctx, "terminal-bash backend unloaded") })
 	}
 	wg.Wait()
@@ -346,6 +352,12 @@ func (b *Backend) handOver(ctx context.Context, s *session, spec termapi.SpawnSp
 // case) sees its leaf as "/" whatever its name, and moving it would put it
 // outside its namespace's root, so its leaf keeps the pool's name; a
 // shell without one is moved to a leaf of the session's name.
+//
+// A shell in a cgroup namespace of its own sees none of the names, which
+// are for whoever looks from outside: its v1 leaves are renamed in the
+// background, off the session's first call, since a rename waits for
+// the kernel's one cgroup lock, which a storm of new sessions and the
+// shells they start contend for.
 func (b *Backend) renameCgroups(s *session, session string) error {
 	if s.target.Cgroup == nil && s.leaves == nil {
 		return nil
@@ -354,7 +366,17 @@ func (b *Backend) renameCgroups(s *session, session string) error {
 	if err != nil {
 		return err
 	}
-	if s.target.Cgroup != nil && !ownCgroupNamespace(s.pid) {
+	if ownCgroupNamespace(s.pid) {
+		if s.leaves != nil {
+			b.renames.Go(func() {
+				if err := s.leaves.Rename(name); err != nil {
+					b.log.Debug("the shell's cgroups keep the warm pool's name", "session", session, "err", err)
+				}
+			})
+		}
+		return nil
+	}
+	if s.target.Cgroup != nil {
 		if err := s.target.Cgroup.Move(name); err != nil {
 			return err
 		}

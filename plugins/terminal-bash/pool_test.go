@@ -256,6 +256,7 @@ func TestWarmShellCgroups(t *testing.T) {
 	}
 	awaitWarm(t, b, 1)
 	s := spawnAs(t, b, termapi.SpawnSpec{SessionID: "pty-cg", OwnerID: "o", Cwd: t.TempDir()})
+	b.renames.Wait() // the renames the shell cannot see run in the background
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(s.pid) + "/cgroup")
 	if err != nil {
 		t.Fatal(err)
