@@ -73,15 +73,16 @@ type Config struct {
 	Limits LimitsConfig `json:"limits"`
 	// WarmShells is how many shells the backend keeps started and waiting
 	// at their prompt, so that a new session takes one instead of starting
-	// bash: its first command answers about as fast as a later one. A
-	// session whose policy asks for other limits, sandbox mode or terminal
-	// size starts its own shell, as do all sessions while the pool is
-	// empty; the pool refills in the background, a shell at a time per
-	// free spawn slot. Each waiting shell costs its memory (see the
-	// README's Performance section). 0 (the default) keeps none. Shells
-	// are not pooled in a sandbox that restricts files (its view is made
-	// for one owner's workspace), nor where the shells are kept for a
-	// later dsh (a keeper) or served by dsh-backend-bash.
+	// bash, which its first call then does not wait for. A session whose
+	// policy asks for other limits, sandbox mode or terminal size starts
+	// its own shell, as do all sessions while the pool is empty; the pool
+	// refills in the background, a shell at a time per two CPUs. Each
+	// waiting shell costs its memory (see the README's Performance
+	// section). 0 (the default) keeps none. Shells
+	// are not pooled in a sandbox (its view of files is made for one
+	// owner's workspace), where cgroup v2 enforces the limits, nor where
+	// the shells are kept for a later dsh (a keeper) or served by
+	// dsh-backend-bash.
 	WarmShells int `json:"warmShells"`
 }
 

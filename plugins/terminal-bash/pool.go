@@ -284,7 +284,7 @@ func (b *Backend) fits(spec termapi.SpawnSpec) bool {
 // when they can.
 func (b *Backend) unpoolable() string {
 	if b.sandbox.confined() {
-		return "the sandbox's view of files is made for one owner's workspace"
+		return "sandboxed shells are not pooled: a sandbox's view of files is made for one owner's workspace"
 	}
 	for c, on := range map[string]bool{"memory": b.limits.Memory > 0, "pids": b.limits.Pids > 0, "cpu": b.limits.CPU > 0} {
 		if on && b.limitHost.Mechanism(c) == "cgroup v2" {
