@@ -897,6 +897,7 @@ func TestE2EMetricsAndProfiles(t *testing.T) {
 		`dsh_tool_call_seconds_count{tool="bash"} 3`,
 		"dsh_sessions 1",
 		"dsh_shells 1",
+		"dsh_warm_shells 0",
 		"dsh_bash_stdin_interrupts_total 1",
 		"dsh_bash_resets_total 0",
 		"dsh_bash_timeouts_total 0",

@@ -303,7 +303,63 @@ func unescapeMount(s string) string {
 }
 
 // Path is the leaf's directory.
-func (c *Cgroup) Path() string { return c.path }
+func (c *Cgroup) Path() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.path
+}
+
+// Move gives the leaf's processes a new leaf called name, beside the
+// current one, and removes the current one: how a shell started before
+// its session had a name (a warm pool's) gets the leaf named after its
+// session. cgroup v2 renames no cgroup (EPERM), so the processes move,
+// which is a write to cgroup.procs per process and no exec. The leaf must
+// hold only processes that do not fork meanwhile (an idle shell); one
+// left behind fails the move, and the old leaf stays. FD then refers to
+// the new leaf.
+func (c *Cgroup) Move(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+		return fmt.Errorf("cgroup name %q: not a single path element", name)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fd < 0 || c.removed {
+		return fmt.Errorf("cgroup %s: closed", c.path)
+	}
+	next := &Cgroup{path: filepath.Join(filepath.Dir(c.path), name), fd: -1}
+	if err := next.create(); err != nil {
+		return err
+	}
+	pids, err := readPids(filepath.Join(c.path, "cgroup.procs"))
+	if err == nil {
+		procs := filepath.Join(next.path, "cgroup.procs")
+		for _, pid := range pids {
+			if err = writeFile(procs, strconv.Itoa(pid)); err != nil && !errors.Is(err, unix.ESRCH) {
+				break
+			}
+			err = nil
+		}
+	}
+	if err == nil {
+		if err = unix.Rmdir(c.path); err != nil {
+			err = &fs.PathError{Op: "rmdir", Path: c.path, Err: err}
+		}
+	}
+	if err != nil {
+		// Back where they were, so that the old leaf still holds them all.
+		if back, rerr := readPids(filepath.Join(next.path, "cgroup.procs")); rerr == nil {
+			for _, pid := range back {
+				writeFile(filepath.Join(c.path, "cgroup.procs"), strconv.Itoa(pid))
+			}
+		}
+		unix.Close(next.fd)
+		unix.Rmdir(next.path)
+		return fmt.Errorf("move cgroup %s to %s: %w", c.path, name, err)
+	}
+	unix.Close(c.fd)
+	c.path, c.fd = next.path, next.fd
+	return nil
+}
 
 // FD is an O_PATH directory descriptor of the leaf, for
 // syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}: the kernel then
@@ -320,9 +376,10 @@ func (c *Cgroup) FD() int {
 // order.
 func (c *Cgroup) Procs() ([]int, error) {
 	var pids []int
-	err := filepath.WalkDir(c.path, func(path string, d fs.DirEntry, err error) error {
+	leaf := c.Path()
+	err := filepath.WalkDir(leaf, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if path != c.path && errors.Is(err, fs.ErrNotExist) {
+			if path != leaf && errors.Is(err, fs.ErrNotExist) {
 				return nil // a child cgroup removed during the walk
 			}
 			return err
@@ -332,7 +389,7 @@ func (c *Cgroup) Procs() ([]int, error) {
 		}
 		data, err := os.ReadFile(filepath.Join(path, "cgroup.procs"))
 		if err != nil {
-			if path != c.path && errors.Is(err, fs.ErrNotExist) {
+			if path != leaf && errors.Is(err, fs.ErrNotExist) {
 				return nil
 			}
 			return err
@@ -354,7 +411,7 @@ func (c *Cgroup) Procs() ([]int, error) {
 // Kill sends SIGKILL to every process in the cgroup and below, atomically
 // with respect to forks (cgroup.kill).
 func (c *Cgroup) Kill() error {
-	f, err := os.OpenFile(filepath.Join(c.path, "cgroup.kill"), os.O_WRONLY, 0)
+	f, err := os.OpenFile(filepath.Join(c.Path(), "cgroup.kill"), os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("cgroup kill: %w", err)
 	}
@@ -372,7 +429,7 @@ func (c *Cgroup) Kill() error {
 // ctx ends. It sleeps on inotify: the kernel reports a modification of
 // cgroup.events whenever its "populated" line changes.
 func (c *Cgroup) WaitEmpty(ctx context.Context) error {
-	events := filepath.Join(c.path, "cgroup.events")
+	events := filepath.Join(c.Path(), "cgroup.events")
 	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		return fmt.Errorf("cgroup wait: inotify: %w", err)

@@ -349,3 +349,46 @@ func TestSweepStale(t *testing.T) {
 		}
 	}
 }
+
+// TestCgroupMove: the leaf's processes move to a leaf of the new name
+// (cgroup v2 renames nothing), the old leaf goes, and the Cgroup refers to
+// the new one from then on: its procs, its descriptor, its kill.
+func TestCgroupMove(t *testing.T) {
+	c := testCgroup(t)
+	old := c.Path()
+	cmd := startInCgroup(t, c, "sleep", "1000")
+	name := filepath.Base(old) + "-moved"
+	if err := c.Move(name); err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(c.Path()) != name {
+		t.Errorf("path %s after the move, want the name %s", c.Path(), name)
+	}
+	if _, err := os.Stat(old); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the old leaf %s: %v", old, err)
+	}
+	procs, err := c.Procs()
+	if err != nil || !slices.Equal(procs, []int{cmd.Process.Pid}) {
+		t.Errorf("procs %v (%v), want %d", procs, err, cmd.Process.Pid)
+	}
+	// A child forked from the descriptor now is born in the new leaf.
+	kid := startInCgroup(t, c, "sleep", "1000")
+	procs, _ = c.Procs()
+	if !slices.Contains(procs, kid.Process.Pid) {
+		t.Errorf("procs %v lack the child started after the move, %d", procs, kid.Process.Pid)
+	}
+	if err := c.Move("bad/name"); err == nil {
+		t.Error("moved to a name with a slash")
+	}
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	if err := c.WaitEmpty(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -555,11 +555,44 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
+// Renamable reports whether Rename can name the leaves anew: not when a
+// cgroup v2 controller enforces one of the limits, whose settings are in
+// the v2 leaf (cgroup v2 renames nothing, and a move would leave them).
+func (lv *Leaves) Renamable() bool {
+	for _, c := range lv.limits.controllers() {
+		if lv.host.v2ctl[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// Rename gives the cgroup v1 leaves the name name (a LeafName), which
+// cgroup v1 does in place: the processes, the limits and the open
+// counters stay. The v2 leaf is the Cgroup's to move (Cgroup.Move).
+func (lv *Leaves) Rename(name string) error {
+	if !lv.Renamable() {
+		return fmt.Errorf("rename the shell's cgroups: %w: a cgroup v2 controller holds its limits", ErrLimitUnavailable)
+	}
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	for c, dir := range lv.v1 {
+		to := filepath.Join(filepath.Dir(dir), name)
+		if err := unix.Rename(dir, to); err != nil {
+			return fmt.Errorf("rename the shell's %s cgroup: %w", c, &os.LinkError{Op: "rename", Old: dir, New: to, Err: err})
+		}
+		lv.v1[c] = to
+	}
+	return nil
+}
+
 // Procs lists the processes in the cgroup v1 pids leaf (every process the
 // shell ever started that is still alive, whatever it did), or nil
 // without one.
 func (lv *Leaves) Procs() ([]int, error) {
+	lv.mu.Lock()
 	dir, ok := lv.v1[ctlPids]
+	lv.mu.Unlock()
 	if !ok {
 		return nil, nil
 	}
@@ -659,7 +692,7 @@ func (lv *Leaves) Close() error {
 		}
 	}
 	lv.oomFile, lv.pidsFile = nil, nil
-	lv.mu.Unlock()
+	defer lv.mu.Unlock() // a Rename may run at the same time
 	var errs []error
 	for c, dir := range lv.v1 {
 		if err := unix.Rmdir(dir); err != nil && err != unix.ENOENT {

@@ -4,9 +4,11 @@ package proc
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -390,5 +392,45 @@ func TestSweepStaleV1(t *testing.T) {
 	case err := <-foreignGone:
 		t.Fatalf("the sweep killed another pid namespace's shell: %v", err)
 	default:
+	}
+}
+
+// TestLeavesRename: cgroup v1 renames the leaves in place, the shell and
+// its limit with them; where cgroup v2 holds a limit, Rename refuses.
+func TestLeavesRename(t *testing.T) {
+	l := Limits{Pids: 64}
+	h := limitHost(t, l)
+	lv := newLeavesForTest(t, h, l)
+	cmd := exec.Command("sleep", "1000")
+	if err := lv.Fork(cmd.Start); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	name, err := LeafName("limits-test-renamed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !lv.Renamable() {
+		if err := lv.Rename(name); !errors.Is(err, ErrLimitUnavailable) {
+			t.Errorf("Rename with a cgroup v2 limit: %v", err)
+		}
+		return
+	}
+	old := lv.v1[ctlPids]
+	if err := lv.Rename(name); err != nil {
+		t.Fatal(err)
+	}
+	dir := lv.v1[ctlPids]
+	if filepath.Base(dir) != name {
+		t.Errorf("the pids leaf is %s, want the name %s", dir, name)
+	}
+	if _, err := os.Stat(old); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the old leaf %s: %v", old, err)
+	}
+	if max, _ := os.ReadFile(filepath.Join(dir, "pids.max")); strings.TrimSpace(string(max)) != "64" {
+		t.Errorf("pids.max %q after the rename, want 64", max)
+	}
+	if pids, err := lv.Procs(); err != nil || !slices.Contains(pids, cmd.Process.Pid) {
+		t.Errorf("procs %v (%v) lack the shell %d", pids, err, cmd.Process.Pid)
 	}
 }

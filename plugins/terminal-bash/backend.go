@@ -54,6 +54,11 @@ type Backend struct {
 	limits    termapi.Limits
 
 	sessions backendkit.Sessions[*session]
+	// pool keeps shells waiting for new sessions (Config.WarmShells); nil
+	// without. renames are the renames of handed-over shells' cgroups
+	// still running (renameCgroups).
+	pool    *warmPool
+	renames sync.WaitGroup
 	// abi is the Landlock ABI the sandbox uses; 0 unconfined.
 	abi int
 }
@@ -112,6 +117,13 @@ func NewBackend(cfg *Config, log *slog.Logger) (*Backend, error) {
 		limitHost: limitHost,
 		limits:    limitsOf(cfg.Limits),
 	}
+	if cfg.WarmShells > 0 {
+		if why := b.unpoolable(); why != "" {
+			log.Info("no warm shells", "reason", why)
+		} else {
+			b.pool = startPool(b, cfg.WarmShells)
+		}
+	}
 	return b, nil
 }
 
@@ -140,6 +152,22 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 			return nil, errorf("working directory %s is not a directory", spec.Cwd)
 		}
 	}
+	if b.pool != nil && b.fits(spec) {
+		s, err := b.takeWarm(ctx, spec)
+		if s != nil || err != nil {
+			return s, err
+		}
+	}
+	s, err := b.spawn(ctx, spec, false)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// spawn starts a shell and waits for its first prompt: a session's, or
+// one for the warm pool (pooled), which the backend does not list.
+func (b *Backend) spawn(ctx context.Context, spec termapi.SpawnSpec, pooled bool) (*session, error) {
 	// A storm of first calls would fork a thousand shells at once, and
 	// each would take seconds on a thrashing machine: they start a few at
 	// a time instead, in arrival order, and the rest wait their turn.
@@ -149,7 +177,7 @@ func (b *Backend) Spawn(ctx context.Context, spec termapi.SpawnSpec) (termapi.Se
 		return nil, errorf("waiting to start a shell: %w", context.Cause(ctx))
 	}
 	defer func() { <-spawnSlots }()
-	s, first, err := b.start(spec)
+	s, first, err := b.start(spec, pooled)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +223,7 @@ var cgroupSeq atomic.Uint64
 // start allocates the PTY and the control channel, starts the shell (in
 // its own cgroup when possible, confined when the sandbox says so), and
 // launches the session.
-func (b *Backend) start(spec termapi.SpawnSpec) (*session, *send, error) {
+func (b *Backend) start(spec termapi.SpawnSpec, pooled bool) (*session, *send, error) {
 	size := spec.Policy.Size.Or(termapi.Size{Rows: b.cfg.rows, Cols: b.cfg.cols})
 	ctl, err := newControl(os.Getpid(), b.log)
 	if err != nil {
@@ -244,14 +272,16 @@ func (b *Backend) start(spec termapi.SpawnSpec) (*session, *send, error) {
 	if err := boundShellTasks(pid); err != nil {
 		return fail(errorf("%w", err))
 	}
-	return b.launch(spec, term, ctl, cmd, shell, cg, lv, pol, size)
+	return b.launch(spec, term, ctl, cmd, shell, cg, lv, pol, size, pooled)
 }
 
 // launch makes the session of a started shell, registers it and starts
 // its goroutines. The session waits for the shell to install the plumbing
 // and reach its prompt as an internal send, which launch returns.
-func (b *Backend) launch(spec termapi.SpawnSpec, term *ptyPair, ctl *control, cmd *exec.Cmd, shell proc.Identity, cg *proc.Cgroup, lv *proc.Leaves, pol sandbox.Policy, size termapi.Size) (*session, *send, error) {
-	s := newSession(spec.SessionID, b.cfg, b.log.With("session", spec.SessionID), term, ctl)
+func (b *Backend) launch(spec termapi.SpawnSpec, term *ptyPair, ctl *control, cmd *exec.Cmd, shell proc.Identity, cg *proc.Cgroup, lv *proc.Leaves, pol sandbox.Policy, size termapi.Size, pooled bool) (*session, *send, error) {
+	lid := newLogID(spec.SessionID)
+	s := newSession(spec.SessionID, b.cfg, b.log.With("session", lid), term, ctl)
+	s.logID = lid
 	s.shellCmd, s.pid, s.owner, s.name = cmd, shell.PID, spec.OwnerID, spec.Name
 	s.size = size
 	if b.cmdTerms {
@@ -285,8 +315,9 @@ func (b *Backend) launch(spec termapi.SpawnSpec, term *ptyPair, ctl *control, cm
 	sn.startup = true
 	s.Holder, s.Live = sn, sn
 	// Kept before its goroutines start, so that a backend closing now
-	// closes it; refused after that, it is closed here once they run.
-	added := b.sessions.Add(s)
+	// closes it; refused after that, it is closed here once they run. A
+	// warm shell is the pool's until its hand-over.
+	added := pooled || b.sessions.Add(s)
 	s.mu.Lock()
 	s.boundaryLocked(now)
 	s.armLocked()
@@ -514,7 +545,12 @@ func (s *session) awaitStartup(ctx context.Context, sn *send) error {
 // KillAll) rather than left behind. Sessions already closed by someone
 // else are skipped; closing one twice is harmless anyway.
 func (b *Backend) Close(ctx context.Context) error {
-	err := b.sessions.Close(ctx, "terminal-bash backend unloaded")
+	var poolErr error
+	if b.pool != nil {
+		poolErr = b.pool.close(ctx)
+	}
+	err := errors.Join(poolErr, b.sessions.Close(ctx, "terminal-bash backend unloaded"))
+	b.renames.Wait()
 	if err != nil {
 		// Whatever did not close is killed outright rather than left
 		// behind.
@@ -538,6 +574,9 @@ func (b *Backend) Attach(_ context.Context, id string) (termapi.Session, error) 
 // waiting: for a host that is exiting and cannot afford Close. It never
 // blocks on a process.
 func (b *Backend) KillAll() {
+	if b.pool != nil {
+		b.pool.killAll()
+	}
 	for _, s := range b.sessions.List() {
 		s.killNow()
 	}

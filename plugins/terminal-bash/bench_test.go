@@ -5,6 +5,8 @@ package terminalbash
 import (
 	"context"
 	"io"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -170,4 +172,52 @@ func benchSession(b *testing.B) *session {
 		b.Fatal(err)
 	}
 	return s.(*session)
+}
+
+// BenchmarkWarmSpawnExecTrue is a new session's first Exec of `true` with a
+// warm shell waiting: the hand-over, then the command. The pool is full
+// when each session comes; the time of each step is reported apart.
+func BenchmarkWarmSpawnExecTrue(b *testing.B) {
+	be := newTestBackend(b, func(c *Config) { c.WarmShells = 2 })
+	ctx := context.Background()
+	var spawnT, execT []time.Duration
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		awaitWarm(b, be, 2)
+		i++
+		cwd := b.TempDir()
+		b.StartTimer()
+		t0 := time.Now()
+		ts, err := be.Spawn(ctx, termapi.SpawnSpec{SessionID: "pty-bench-" + strconv.Itoa(i), OwnerID: "bench", Cwd: cwd})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		s := ts.(*session)
+		sn, err := s.Exec(ctx, termapi.ExecRequest{Command: "true", Stream: true, Captured: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := sn.Output(ctx); err != io.EOF {
+			b.Fatalf("output: %v", err)
+		}
+		if res, err := sn.Wait(ctx); err != nil || res.Exec == nil || res.Exec.State != termapi.ExecCompleted {
+			b.Fatalf("result %+v, %v", res, err)
+		}
+		spawnT = append(spawnT, t1.Sub(t0))
+		execT = append(execT, time.Since(t1))
+		b.StopTimer()
+		if err := s.Close(ctx, "bench"); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(median(spawnT), "handover-p50-µs")
+	b.ReportMetric(median(execT), "exec-p50-µs")
+}
+
+func median(ds []time.Duration) float64 {
+	slices.Sort(ds)
+	return float64(ds[len(ds)/2].Microseconds())
 }

@@ -71,6 +71,19 @@ type Config struct {
 	// Limits bound each shell and everything it starts, together (see
 	// LimitsConfig). A spawn's policy may set its own; the default is none.
 	Limits LimitsConfig `json:"limits"`
+	// WarmShells is how many shells the backend keeps started and waiting
+	// at their prompt, so that a new session takes one instead of starting
+	// bash, which its first call then does not wait for. A session whose
+	// policy asks for other limits, sandbox mode or terminal size starts
+	// its own shell, as do all sessions while the pool is empty; the pool
+	// refills in the background, a shell at a time per two CPUs. Each
+	// waiting shell costs its memory (see the README's Performance
+	// section). 0 (the default) keeps none. Shells
+	// are not pooled in a sandbox (its view of files is made for one
+	// owner's workspace), where cgroup v2 enforces the limits, nor where
+	// the shells are kept for a later dsh (a keeper) or served by
+	// dsh-backend-bash.
+	WarmShells int `json:"warmShells"`
 }
 
 // LimitsConfig bounds what one shell and everything it starts may use
@@ -114,6 +127,9 @@ func (l LimitsConfig) validate(field string) error {
 const (
 	defaultShellPath = "/bin/bash"
 	maxTermSize      = 1<<16 - 1
+	// maxWarmShells bounds the pool: past it the idle shells cost more
+	// memory than any first call is worth.
+	maxWarmShells = 4096
 )
 
 func defaultShellArgs() []string { return []string{"--noediting", "--noprofile", "--norc", "-i"} }
@@ -199,6 +215,9 @@ func (c *Config) Validate() error {
 		if p.value > maxMillis {
 			return fieldErrorf(p.field, "%s must not exceed %d", p.field, maxMillis)
 		}
+	}
+	if c.WarmShells < 0 || c.WarmShells > maxWarmShells {
+		return fieldErrorf("warmShells", "warmShells must be between 0 and %d", maxWarmShells)
 	}
 	if c.Rows > maxTermSize {
 		return fieldErrorf("rows", "rows must not exceed %d", maxTermSize)

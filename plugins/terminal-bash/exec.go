@@ -30,6 +30,11 @@ type command struct {
 
 // Exec runs a command through the shell protocol. See termapi.Executor.
 func (s *session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Send, error) {
+	return s.exec(ctx, req, "")
+}
+
+// exec is Exec with a tail for the typed line (see appendLine).
+func (s *session) exec(ctx context.Context, req termapi.ExecRequest, tail string) (termapi.Send, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.ExecGate(ctx, req, s.usableLocked(), s.Holder.busyLocked(), s.idle && s.cur == nil); err != nil {
@@ -70,7 +75,7 @@ func (s *session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Se
 	if c.term != nil {
 		redirect = c.term.path
 	}
-	s.lineBuf, c.inline = appendCommandLine(s.lineBuf[:0], req.Command, c.nonce, s.flags, redirect)
+	s.lineBuf, c.inline = appendLine(s.lineBuf[:0], req.Command, c.nonce, s.flags, redirect, tail)
 	var input []byte
 	n := 0
 	if !c.inline {

@@ -201,6 +201,13 @@ const maxInlineCommand = 2048
 // redirect, when not empty, names the terminal the command line's stdout
 // and stderr go to (a command's own terminal, see cmdTerm).
 func appendCommandLine(dst []byte, command, nonce, flags, redirect string) (line []byte, inline bool) {
+	return appendLine(dst, command, nonce, flags, redirect, "")
+}
+
+// appendLine is appendCommandLine with tail, shell text run after the
+// end's report, in the same redirection: a warm shell's hand-over sets
+// $_ there (see handOverTail).
+func appendLine(dst []byte, command, nonce, flags, redirect, tail string) (line []byte, inline bool) {
 	inline = inlineable(command)
 	if !inline {
 		dst = append(dst, '\\')
@@ -251,6 +258,10 @@ func appendCommandLine(dst []byte, command, nonce, flags, redirect string) (line
 	}
 	dst = append(dst, `;{ \`+fnEnd+" "...)
 	dst = append(dst, nonce...)
+	if tail != "" {
+		dst = append(dst, ';')
+		dst = append(dst, tail...)
+	}
 	return append(dst, `;} 2>/dev/null >>"$__dsh_O"`+"\n"...), inline
 }
 

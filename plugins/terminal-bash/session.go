@@ -63,11 +63,13 @@ func newSettings(c *Config) settings {
 //   - a send holds the slot from StartSend or Exec until it has settled and
 //     its writes and interrupt are over.
 type session struct {
-	id       string
-	owner    string // the spawn's owner id and name, for List
-	name     string
-	cfg      settings
-	log      *slog.Logger
+	id    string
+	owner string // the spawn's owner id and name, for List
+	name  string
+	cfg   settings
+	log   *slog.Logger
+	// logID is the session id in log's lines (a warm shell's changes).
+	logID    *logID
 	term     *ptyPair
 	ctl      *control
 	shellCmd *exec.Cmd

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dshdev/dsh/host"
+	terminalbash "github.com/dshdev/dsh/plugins/terminal-bash"
 )
 
 // The tool's benchmarks, end to end through the tools service with real
@@ -97,6 +98,47 @@ func BenchmarkFirstCall(b *testing.B) {
 	report(b, ds)
 }
 
+// BenchmarkFirstCallWarm is BenchmarkFirstCall with a warm pool of shells
+// (terminal-bash's warmShells), full when each owner comes: the new
+// owner's session takes a waiting shell, which the hand-over makes its
+// own, and runs `true`.
+func BenchmarkFirstCallWarm(b *testing.B) {
+	hs := newHarness(b, "", `{"warmShells": 2}`)
+	var backend *terminalbash.Backend
+	for _, in := range hs.h.Instances() {
+		if be, ok := in.Value.(*terminalbash.Backend); ok {
+			backend = be
+		}
+	}
+	if backend == nil {
+		b.Skip("the shells are not terminal-bash's in this process: no warm pool")
+	}
+	ds := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := backend.AwaitWarm(ctx, 2); err != nil {
+			b.Fatal(err)
+		}
+		cancel()
+		o, err := hs.h.NewOwner(fmt.Sprintf("first-%d", i), b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		hs.expect(b, o, "true", "")
+		ds = append(ds, time.Since(start))
+		b.StopTimer()
+		if err := o.Close(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	report(b, ds)
+}
+
 // BenchmarkSeq100k is `seq 1 100000` (588,895 bytes): the whole output is
 // streamed, the head and tail kept, and the rest saved to the owner's file.
 func BenchmarkSeq100k(b *testing.B) {
@@ -131,4 +173,5 @@ func report(b *testing.B, ds []time.Duration) {
 	slices.Sort(ds)
 	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(ds[len(ds)*9/10].Microseconds())/1000, "p90-ms")
+	b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds())/1000, "p99-ms")
 }

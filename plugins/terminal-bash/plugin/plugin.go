@@ -75,6 +75,9 @@ func NewBackendFromJSON(_ context.Context, raw json.RawMessage) (termapi.Backend
 	if err != nil {
 		return nil, err
 	}
+	// A keeper lives on with no dsh and lists what it keeps to the next
+	// one: it keeps sessions, not shells waiting for an owner.
+	cfg.WarmShells = 0
 	return terminalbash.NewBackend(cfg, backendplugin.Logger(0))
 }
 
