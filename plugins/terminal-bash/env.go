@@ -116,7 +116,7 @@ func ownVariable(name string) bool {
 }
 
 // overlayNames are the variables of shellEnv's overlay.
-var overlayNames = [...]string{"TERM", "PAGER", "GIT_PAGER", "BASH_SILENCE_DEPRECATION_WARNING", "PS1", "PS2", "PROMPT_COMMAND"}
+var overlayNames = [...]string{"TERM", "PAGER", "GIT_PAGER", "BASH_SILENCE_DEPRECATION_WARNING", "HISTFILE", "PS1", "PS2", "PROMPT_COMMAND"}
 
 func overlaid(name string, names []string) bool {
 	for _, n := range names {
@@ -182,6 +182,10 @@ func shellEnv(policy *EnvPolicy, parent []string, ownerID, sessionID, hook strin
 		"DSH_SESSION_ID="+ownerID,
 		"DSH_PTY_SESSION_ID="+sessionID,
 		"BASH_SILENCE_DEPRECATION_WARNING=1",
+		// No history file: the user's is not the agent's to read, and
+		// bash would rewrite it at its exit, cut to 500 lines. The
+		// plumbing unsets it, so that what the agent starts inherits none.
+		"HISTFILE=",
 		"PS1=",
 		"PS2=",
 		"PROMPT_COMMAND="+hook,

@@ -17,6 +17,7 @@ var overlay = []string{
 	"DSH_SESSION_ID=owner-1",
 	"DSH_PTY_SESSION_ID=pty-7",
 	"BASH_SILENCE_DEPRECATION_WARNING=1",
+	"HISTFILE=",
 	"PS1=",
 	"PS2=",
 	"PROMPT_COMMAND=hook",

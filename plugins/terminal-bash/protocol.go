@@ -330,6 +330,7 @@ const plumbingTemplate = `[[ -t 1 && -t 2 ]] && builtin exec >/dev/tty 2>&1
 builtin export -n PS0 PS1 PS2
 PS0= PS1= PS2=
 builtin set +o history +H +o emacs +o vi
+builtin unset HISTFILE
 __dsh_s=0 __dsh_o=$- __dsh_z=1 __dsh_r=1 __dsh_j=${!-} __dsh_c= __dsh_t= __dsh_x= __dsh_k= __dsh_h=()
 builtin readonly __dsh_g=@HOOK@ __dsh_O=@OUT@
 __dsh_b() {
