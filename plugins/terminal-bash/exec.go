@@ -37,6 +37,12 @@ func (s *session) Exec(ctx context.Context, req termapi.ExecRequest) (termapi.Se
 func (s *session) exec(ctx context.Context, req termapi.ExecRequest, tail string) (termapi.Send, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.signalled && s.idle && s.cur == nil {
+		s.signalled = false
+		s.mu.Unlock()
+		s.awaitJobReaders()
+		s.mu.Lock()
+	}
 	if err := s.ExecGate(ctx, req, s.usableLocked(), s.Holder.busyLocked(), s.idle && s.cur == nil); err != nil {
 		return nil, err
 	}

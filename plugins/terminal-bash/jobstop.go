@@ -96,3 +96,63 @@ func groupStopped(pgid int, bound time.Duration) bool {
 		pause = min(2*pause, 5*time.Millisecond)
 	}
 }
+
+// awaitJobReaders makes sure the line about to be typed reaches the shell
+// alone, after a command line whose job a signal stopped or killed. The
+// kernel checks job control when a read of the terminal begins, not while
+// it waits: a process that was inside its read when its group lost the
+// terminal still takes what is typed next, and the shell gets the
+// terminal back as soon as its own child has stopped or died, while other
+// members of the job (a subshell's cat) may not have acted on their
+// signal yet. Such a line is lost to the job, nonce and all, and the
+// shell stays at its prompt as if the command had been abandoned.
+//
+// So, within jobStopBound, it waits until no process of the shell's
+// session outside the shell's group is inside a read of the terminal or
+// still on its way to the stop the rest of its group took; a process
+// proven blocked in such a read gets SIGTTIN, which is what the kernel
+// gives a read begun outside the foreground. It walks /proc, which costs
+// in proportion to every process of the machine: only after a command
+// line that a signal ended.
+func (s *session) awaitJobReaders() {
+	end := time.Now().Add(jobStopBound)
+	pause := 100 * time.Microsecond
+	told := map[int]bool{}
+	for {
+		snap, err := proc.Scan()
+		if err != nil {
+			return
+		}
+		members := snap.Session(s.pid)
+		stopping := map[int]bool{}
+		for _, st := range members {
+			if st.PGRP != s.pid && st.State == 'T' {
+				stopping[st.PGRP] = true
+			}
+		}
+		busy := false
+		for _, st := range members {
+			if st.PGRP == s.pid || st.Dead() || st.State == 'T' {
+				continue
+			}
+			if _, ok := proc.ReadingTerminal(st.PID, s.term.slaveRdev); ok {
+				busy = true
+				if !told[st.PID] {
+					told[st.PID] = true
+					if id, err := proc.IdentityOf(st.PID); err == nil {
+						if err := id.Signal(unix.SIGTTIN); err != nil {
+							s.log.Debug("stopping a reader left from a job failed", "pid", st.PID, "err", err)
+						}
+					}
+				}
+				continue
+			}
+			busy = busy || stopping[st.PGRP]
+		}
+		if !busy || time.Now().After(end) {
+			return
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 5*time.Millisecond)
+	}
+}

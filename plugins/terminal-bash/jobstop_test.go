@@ -64,3 +64,38 @@ func TestStopJobEndsTheLine(t *testing.T) {
 		}
 	}
 }
+
+// TestJobReaderDoesNotTakeTheLine: a member of a stopped job that was
+// inside its read of the terminal stays there (the kernel checks job
+// control when a read begins), and would take the next command's line,
+// nonce and all, while the shell waits at its prompt for it. Here the
+// member ignores SIGTSTP, so it never leaves its read by itself; a member
+// whose stop is still pending when the shell gets the terminal back is the
+// same reader for a moment.
+func TestJobReaderDoesNotTakeTheLine(t *testing.T) {
+	s := spawn(t, newTestBackend(t, nil), "")
+	sn, err := s.Exec(context.Background(), termapi.ExecRequest{Command: `sh -c '(trap "" TSTP; exec cat </dev/tty) & wait'`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for res := wait(t, sn); res.Reason != termapi.WaitStdinRead; res = wait(t, sn) {
+		sn = start(t, s, "", sendOpts{noSubmit: true})
+	}
+	if _, err := s.Signal(context.Background(), termapi.SIGTSTP); err != nil {
+		t.Fatal(err)
+	}
+	res := wait(t, start(t, s, "", sendOpts{noSubmit: true}))
+	for res.Exec == nil || res.Exec.State != termapi.ExecCompleted {
+		res = wait(t, start(t, s, "", sendOpts{noSubmit: true}))
+	}
+	if res.Exec.ExitCode != 128+int(syscall.SIGTSTP) {
+		t.Fatalf("the job's end: %+v", *res.Exec)
+	}
+	out, _ := mustExec(t, s, "echo REACHED")
+	if strings.TrimSpace(out) != "REACHED" {
+		t.Fatalf("output %q", out)
+	}
+	if jobs, _ := mustExec(t, s, "jobs; kill -9 %1; wait %1"); !strings.Contains(jobs, "Stopped") {
+		t.Fatalf("jobs: %q", jobs)
+	}
+}

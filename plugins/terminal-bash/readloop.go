@@ -279,6 +279,7 @@ func (s *session) recordLocked(r *record) {
 			return
 		}
 		s.flags = r.flags
+		s.signalled = r.status > 128
 		if r.read {
 			s.endLocked(termapi.ExecCompleted, r.status, r.notices)
 		} else {
@@ -457,6 +458,7 @@ func (s *session) atPromptLocked(sn *send) {
 		s.flags = r.flags
 		if r.kind == recordPrompt {
 			status, notices = r.status, r.notices
+			s.signalled = r.status > 128
 		}
 	}
 	s.endLocked(termapi.ExecAbandoned, status, notices)

@@ -146,6 +146,10 @@ type session struct {
 	// holdingShell: stopJob holds the shell stopped on purpose; the read
 	// loop must not continue it.
 	holdingShell bool
+	// signalled: the last command line ended with a job that a signal
+	// stopped or killed, whose members may still be inside a read of the
+	// terminal (see awaitJobReaders).
+	signalled bool
 	// Commands' own terminals (see cmdTerm). ptmx is the multiplexer that
 	// makes them, ptsDir their directory as the shell sees it; ptmx is
 	// empty when commands write to the session's terminal. cmdTerms are
