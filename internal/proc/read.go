@@ -24,8 +24,8 @@ var readSyscalls = map[string]int{"amd64": 0, "arm64": 63}
 
 // ReadingTerminal reports the read(2) that pid's main thread is blocked in,
 // when it is one on the terminal whose device number is tty. ok is false
-// when the thread is anywhere else (running, another system call, a read of
-// something else) or pid cannot be inspected. Like WaitingOnTerminal it is
+// when the thread is anywhere else (running, stopped, another system call,
+// a read of something else) or pid cannot be inspected. Like WaitingOnTerminal it is
 // a proof, never a guess: the syscall file is read twice around the
 // descriptor check and must not change.
 func ReadingTerminal(pid int, tty uint64) (BlockedRead, bool) {
@@ -44,7 +44,8 @@ func ReadingTerminal(pid int, tty uint64) (BlockedRead, bool) {
 		return BlockedRead{}, false
 	}
 	st, err := ReadStat(pid)
-	if err != nil {
+	if err != nil || stoppedState(st.State) {
+		// A stopped process shows the read it will restart.
 		return BlockedRead{}, false
 	}
 	p := prober{pid: pid, ctty: uint64(uint32(st.TTYNr)), tty: tty}

@@ -188,8 +188,14 @@ func probeMember(table map[int]waitKind, pid, pgid int, tty terminals, buf []byt
 	return err == nil && st.PGRP == pgid && provesWait(table, st, tty)
 }
 
-// provesWait probes every thread of one process.
+// provesWait probes every thread of one process. A stopped process shows
+// the call it will restart once continued, and takes nothing meanwhile: it
+// waits for its SIGCONT, not for input. Its state is looked at again once
+// a call is confirmed, for a stop that came in between.
 func provesWait(table map[int]waitKind, st Stat, tty terminals) bool {
+	if stoppedState(st.State) {
+		return false
+	}
 	tids := []string{strconv.Itoa(st.PID)}
 	if st.Threads != 1 {
 		// Only then is listing the task directory worth its system calls.
@@ -215,11 +221,16 @@ func provesWait(table map[int]waitKind, st Stat, tty terminals) bool {
 			continue
 		}
 		if confirm, err := readProcFile(path, again[:]); err == nil && bytes.Equal(confirm, line) {
-			return true
+			now, err := ReadStat(st.PID)
+			return err == nil && !stoppedState(now.State)
 		}
 	}
 	return false
 }
+
+// stoppedState reports whether a scheduler state is a stop: by a signal
+// (T) or by a tracer (t).
+func stoppedState(state byte) bool { return state == 'T' || state == 't' }
 
 func readDirNames(path string) ([]string, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)

@@ -166,6 +166,23 @@ func TestWaitingOnTerminalRejects(t *testing.T) {
 		cmd:   `python3 -c 'import socket, select; a, b = socket.socketpair(); e = select.epoll(); e.register(0, select.EPOLLIN); e.register(a, select.EPOLLIN); e.poll()'`,
 		ready: pythonIn(waitEpoll),
 	}, {
+		// A stopped process shows the read it will restart (the job control
+		// stop of a job whose shell has not taken the terminal back yet),
+		// and takes nothing until it is continued.
+		name: "a reader that is stopped",
+		cmd:  `sleep 1000 | cat /dev/tty`,
+		ready: func(t *testing.T, sh *shell) bool {
+			pid := groupMember(t, sh.waitForegroundJob(), "cat")
+			if kind, _, ok := mainSyscall(pid); !ok || kind != waitRead {
+				return false
+			}
+			if err := unix.Kill(pid, unix.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			st, err := ReadStat(pid)
+			return err == nil && st.State == 'T'
+		},
+	}, {
 		name: "busy loop",
 		cmd:  `python3 -c 'while True: pass'`,
 		ready: func(t *testing.T, sh *shell) bool {
